@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# One-command setup: install what is missing, fetch and verify the pinned
+# kernel source, apply patches/series, configure and build the User-mode
+# Linux test kernel. Idempotent; slow artefacts live in $CACHE_DIR.
+#
+#   tools/setup.sh [deps|bindgen|source|kernel|all]   (default: all)
+set -euo pipefail
+source "$(dirname "$0")/config.sh"
+
+DEBIAN_PACKAGES=(
+	rustc-web rust-web-src libclang-19-dev          # matched rustc + core/alloc source, bindgen's libclang
+	build-essential flex bison bc libelf-dev libssl-dev cpio python3 rsync curl xz-utils
+	kmod iproute2 iperf3 ethtool iputils-ping procps util-linux
+	qemu-system-x86
+)
+
+sudo_maybe() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+install_deps() {
+	local missing=()
+	for p in "${DEBIAN_PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	if [ ${#missing[@]} -eq 0 ]; then step "Debian packages: all present"; return; fi
+	step "installing Debian packages: ${missing[*]}"
+	sudo_maybe apt-get update -qq || die "apt-get update failed: check the network and /etc/apt/sources.list"
+	DEBIAN_FRONTEND=noninteractive sudo_maybe apt-get install -y -qq "${missing[@]}" >/dev/null \
+		|| die "apt-get install ${missing[*]} failed: see the apt output above"
+	[ -x "$RUSTC" ] || die "$RUSTC missing after installing rustc-web"
+	[ -d "$RUST_LIB_SRC" ] || die "$RUST_LIB_SRC missing after installing rust-web-src"
+}
+
+install_bindgen() {
+	if [ -x "$BINDGEN" ] && "$BINDGEN" --version 2>/dev/null | grep -q " $BINDGEN_VERSION"; then
+		step "bindgen $BINDGEN_VERSION: present"; return
+	fi
+	command -v cargo >/dev/null || die "cargo not found: install Rust (rustup) first"
+	step "installing bindgen-cli $BINDGEN_VERSION from crates.io (about 2 minutes)"
+	cargo install --locked --root "$CACHE_DIR/bindgen" --version "$BINDGEN_VERSION" bindgen-cli \
+		|| die "cargo install bindgen-cli@$BINDGEN_VERSION failed"
+}
+
+fetch_source() {
+	local deb=$CACHE_DIR/$KERNEL_DEB src=$CACHE_DIR/pristine/linux-source-$KERNEL_SERIES
+	if [ -f "$src/.complete" ]; then step "kernel source $KERNEL_DEB_VERSION: cached"; return; fi
+	mkdir -p "$CACHE_DIR"
+	if ! echo "$KERNEL_DEB_SHA256  $deb" | sha256sum -c --status 2>/dev/null; then
+		step "downloading $KERNEL_DEB (167 MB)"
+		curl -fSL --retry 3 -o "$deb.part" \
+			"$KERNEL_DEB_MIRROR/pool/main/l/linux/${KERNEL_DEB//\~/%7E}" \
+			|| die "cannot download $KERNEL_DEB from $KERNEL_DEB_MIRROR: the version may have left $KERNEL_DEB_SUITE; set KERNEL_DEB_MIRROR to a mirror that keeps it, or update KERNEL_DEB_VERSION/KERNEL_DEB_SHA256 in tools/config.sh"
+		echo "$KERNEL_DEB_SHA256  $deb.part" | sha256sum -c --status \
+			|| die "checksum mismatch for $KERNEL_DEB (expected $KERNEL_DEB_SHA256): delete $deb.part and retry; if it persists the mirror serves a different file"
+		mv "$deb.part" "$deb"
+	fi
+	step "unpacking kernel source"
+	rm -rf "$CACHE_DIR/pristine" "$CACHE_DIR/deb-x"
+	mkdir -p "$CACHE_DIR/pristine" "$CACHE_DIR/deb-x"
+	dpkg-deb -x "$deb" "$CACHE_DIR/deb-x"
+	tar -C "$CACHE_DIR/pristine" -xf "$CACHE_DIR"/deb-x/usr/src/linux-source-$KERNEL_SERIES.tar.*
+	rm -rf "$CACHE_DIR/deb-x"
+	[ -f "$src/Makefile" ] || die "unexpected layout in $KERNEL_DEB: no $src/Makefile"
+	touch "$src/.complete"
+}
+
+# The build tree's identity: kernel version, patch series, config fragment.
+# The key of what was applied is recorded in the tree; a different key
+# reverts the old series and applies the new one in place, so make
+# rebuilds only what the changed patches touch.
+series_key() {
+	{ echo "$KERNEL_DEB_VERSION"; cat "$PROJECT_ROOT/patches/series";
+	  for p in $(series_list); do cat "$PROJECT_ROOT/patches/$p"; done
+	  cat "$PROJECT_ROOT/tools/kernel.config"; } | sha256sum | cut -c1-16
+}
+series_list() { grep -v '^\s*\(#\|$\)' "$PROJECT_ROOT/patches/series"; }
+
+prepare_tree() {
+	local src=$CACHE_DIR/pristine/linux-source-$KERNEL_SERIES applied=$KERNEL_TREE/.rfl-applied
+	if [ ! -f "$KERNEL_TREE/.rfl-tree-complete" ]; then
+		step "creating build tree $KERNEL_TREE"
+		rm -rf "$KERNEL_TREE"
+		cp -a "$src" "$KERNEL_TREE"
+		rm -f "$KERNEL_TREE/.complete"
+		touch "$KERNEL_TREE/.rfl-tree-complete"
+	fi
+	if [ -d "$applied" ]; then
+		if cmp -s "$applied/series" "$PROJECT_ROOT/patches/series" &&
+		   diff -q -r -x series "$applied" "$PROJECT_ROOT/patches" >/dev/null 2>&1; then
+			return
+		fi
+		step "reverting the previously applied patch series"
+		for p in $(tac "$applied/series" | grep -v '^\s*\(#\|$\)'); do
+			patch -d "$KERNEL_TREE" -p1 -R -s -f < "$applied/$p" \
+				|| die "cannot revert $p from $KERNEL_TREE: delete $KERNEL_TREE and rerun setup"
+		done
+		rm -rf "$applied"
+	fi
+	for p in $(series_list); do
+		step "applying patches/$p"
+		patch -d "$KERNEL_TREE" -p1 -s -f -N --dry-run < "$PROJECT_ROOT/patches/$p" >/dev/null \
+			|| die "patches/$p does not apply to linux $KERNEL_DEB_VERSION: rebase it (see README, 'Changing the patches')"
+		patch -d "$KERNEL_TREE" -p1 -s -f -N < "$PROJECT_ROOT/patches/$p" >/dev/null
+	done
+	mkdir -p "$applied"
+	cp "$PROJECT_ROOT"/patches/* "$applied/"
+}
+
+# Lines of tools/kernel.config that the final .config does not carry.
+config_not_taken() {
+	local l
+	grep -E '^CONFIG_[A-Z0-9_]+=' "$PROJECT_ROOT/tools/kernel.config" | while read -r l; do
+		if [ "${l%=n}" != "$l" ]; then
+			if grep -q "^${l%=n}=" "$KERNEL_TREE/.config"; then echo "$l"; fi
+		elif ! grep -qx "$l" "$KERNEL_TREE/.config"; then
+			echo "$l"
+		fi
+	done
+}
+
+build_kernel() {
+	local key; key=$(series_key)
+	if [ -f "$KERNEL_TREE/.rfl-built" ] && [ "$(cat "$KERNEL_TREE/.rfl-built")" = "$key" ] \
+	   && [ -x "$KERNEL_TREE/linux" ]; then
+		step "kernel build $key: cached"; return
+	fi
+	prepare_tree
+	step "configuring UML kernel"
+	"${KMAKE[@]}" -s defconfig >/dev/null
+	"$KERNEL_TREE/scripts/kconfig/merge_config.sh" -m -O "$KERNEL_TREE" \
+		"$KERNEL_TREE/.config" "$PROJECT_ROOT/tools/kernel.config" >/dev/null
+	"${KMAKE[@]}" -s olddefconfig
+	local missing; missing=$(config_not_taken)
+	[ -z "$missing" ] || die "kernel config did not take: $(echo $missing) (a dependency is missing; run 'make -C $KERNEL_TREE ARCH=um menuconfig' to see why)"
+	"${KMAKE[@]}" -s rustavailable >/dev/null || die "Rust is not available for the kernel build: rerun 'tools/setup.sh deps bindgen'"
+	step "building UML kernel (about 6 minutes on 2 cores the first time)"
+	local t0=$SECONDS
+	"${KMAKE[@]}" -j"$(( $(nproc) + 1 ))" -s linux modules 2>&1 | grep -v '^\s*$' | tail -n 40
+	[ "${PIPESTATUS[0]}" = 0 ] || die "kernel build failed (output above); the tree is $KERNEL_TREE"
+	echo "$key" > "$KERNEL_TREE/.rfl-built"
+	step "kernel built in $((SECONDS - t0)) s: $KERNEL_TREE/linux"
+}
+
+case "${1:-all}" in
+deps) install_deps ;;
+bindgen) install_bindgen ;;
+source) fetch_source ;;
+kernel) build_kernel ;;
+all) install_deps; install_bindgen; fetch_source; build_kernel ;;
+*) die "usage: $0 [deps|bindgen|source|kernel|all]" ;;
+esac

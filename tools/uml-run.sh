@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Boot the project's User-mode Linux kernel on the host's root file system, run one
+# command inside it as init, stream the console, and exit with the command's status.
+#
+#   tools/uml-run.sh [--timeout SEC] [--time-travel] [--mem SIZE] [--kunit GLOB]
+#                    [--log FILE] -- COMMAND [ARGS...]
+#
+# The guest sees the host's files read-write (hostfs) and runs as root: keep guest scripts
+# to writing under the directories they are given. It always ends: after --timeout seconds
+# (default 600) the whole UML process group is killed and the status is 124.
+set -euo pipefail
+source "$(dirname "$0")/config.sh"
+
+timeout_s=600 time_travel=0 mem=1G kunit_glob="" log=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--timeout) timeout_s=$2; shift 2 ;;
+	--time-travel) time_travel=1; shift ;;
+	--mem) mem=$2; shift 2 ;;
+	--kunit) kunit_glob=$2; shift 2 ;;
+	--log) log=$2; shift 2 ;;
+	--) shift; break ;;
+	*) break ;;
+	esac
+done
+[ $# -gt 0 ] || die "usage: $0 [options] -- COMMAND [ARGS...]"
+kernel=$KERNEL_TREE/linux
+[ -x "$kernel" ] || die "no UML kernel at $kernel: run 'make setup' first"
+
+rundir=$(mktemp -d "${TMPDIR:-/tmp}/uml-run.XXXXXX")
+uml_pid=""
+cleanup() {
+	if [ -n "$uml_pid" ] && kill -0 "$uml_pid" 2>/dev/null; then
+		kill -KILL -- "-$uml_pid" 2>/dev/null || true
+	fi
+	# UML forks helper processes that may outlive the main one: end the whole group.
+	[ -n "$uml_pid" ] && pkill -KILL -g "$uml_pid" 2>/dev/null || true
+	rm -rf "$rundir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+{
+	echo "cd $(printf %q "$PWD")"
+	printf 'exec'; printf ' %q' "$@"; echo
+} > "$rundir/job.sh"
+
+args=(mem="$mem" rootfstype=hostfs rootflags=/ rw
+      init="$PROJECT_ROOT/tools/guest-init.sh" uml_dir="$rundir"
+      con=null con0=null,fd:1 quiet loglevel=4
+      RFL_RUNDIR="$rundir")
+[ "$time_travel" = 1 ] && args+=(time-travel=inf-cpu)
+if [ -n "$kunit_glob" ]; then args+=(kunit.enable=1 "kunit.filter_glob=$kunit_glob"); fi
+
+out=${log:-$rundir/console.log}
+# setsid: UML and its helpers get their own process group, which cleanup() kills.
+setsid "$kernel" "${args[@]}" </dev/null > >(tee "$out") 2>&1 &
+uml_pid=$!
+deadline=$((SECONDS + timeout_s))
+while kill -0 "$uml_pid" 2>/dev/null; do
+	if [ $SECONDS -ge $deadline ]; then
+		echo "uml-run: guest still running after ${timeout_s}s: killed" >&2
+		exit 124
+	fi
+	sleep 0.2
+done
+wait "$uml_pid" 2>/dev/null || true
+sleep 0.2 # let tee flush
+if [ ! -f "$rundir/status" ]; then
+	echo "uml-run: the guest ended without reporting a status (crash or panic: see the console above)" >&2
+	exit 125
+fi
+exit "$(cat "$rundir/status")"
