@@ -12,7 +12,7 @@ KDIR ?= $(CACHE_DIR)/linux-7.3
 BINDGEN ?= $(CACHE_DIR)/bindgen/bin/bindgen
 KMAKE = $(MAKE) -C $(KDIR) ARCH=um RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc \
 	BINDGEN=$(BINDGEN) RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library \
-	LIBCLANG_PATH=/usr/lib/llvm-19/lib
+	LIBCLANG_PATH=/usr/lib/llvm-19/lib CLIPPY_DRIVER=/usr/bin/clippy-driver
 # UML builds C with -mcmodel=large but Rust as PIE; a module with GOTPCREL relocations
 # fails to load ("Unknown rela relocation: 9"). Build module Rust code non-PIC, large model.
 MODULE_RUSTFLAGS = -Ccode-model=large -Crelocation-model=static

@@ -8,6 +8,8 @@
 use kernel::net::tcp::cong::{self, Algorithm, Sock};
 use kernel::prelude::*;
 
+// The pure control law, shared with the host tests; not every item of it is used here.
+#[allow(unreachable_pub, dead_code)]
 #[path = "core/src/reno.rs"]
 mod reno;
 
@@ -135,7 +137,11 @@ mod tests {
         let mut steps = KVec::new();
         for i in 0..300u32 {
             let n = 1 + (i * 7919) % 23;
-            let step = if i % 11 == 5 { Step::IdleAck(n) } else { Step::Ack(n) };
+            let step = if i % 11 == 5 {
+                Step::IdleAck(n)
+            } else {
+                Step::Ack(n)
+            };
             steps.push(step, GFP_KERNEL)?;
         }
         same_decisions(&steps, 3, 50, 65535)

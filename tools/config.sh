@@ -20,7 +20,7 @@ export RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library
 export BINDGEN=$CACHE_DIR/bindgen/bin/bindgen
 export LIBCLANG_PATH=/usr/lib/llvm-19/lib
 KMAKE=(make -C "$KERNEL_TREE" ARCH=um "RUSTC=$RUSTC" "BINDGEN=$BINDGEN"
-       "RUST_LIB_SRC=$RUST_LIB_SRC" "HOSTRUSTC=$RUSTC")
+       "RUST_LIB_SRC=$RUST_LIB_SRC" "HOSTRUSTC=$RUSTC" CLIPPY_DRIVER=/usr/bin/clippy-driver)
 
 die() { echo "error: $*" >&2; exit 1; }
 step() { echo "==> $*"; }

@@ -8,7 +8,7 @@ set -euo pipefail
 source "$(dirname "$0")/config.sh"
 
 DEBIAN_PACKAGES=(
-	rustc-web rust-web-src libclang-19-dev          # matched rustc + core/alloc source, bindgen's libclang
+	rustc-web rust-web-src rust-web-clippy libclang-19-dev  # matched rustc, core/alloc source, clippy; bindgen's libclang
 	build-essential flex bison bc libelf-dev libssl-dev cpio python3 rsync curl xz-utils
 	kmod iproute2 iperf3 ethtool iputils-ping procps util-linux
 	qemu-system-x86

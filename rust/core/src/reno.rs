@@ -86,7 +86,12 @@ mod tests {
     use super::*;
 
     fn win(cwnd: u32, ssthresh: u32) -> Window {
-        Window { cwnd_pkts: cwnd, ssthresh_pkts: ssthresh, ai_credit_pkts: 0, clamp_pkts: 10_000 }
+        Window {
+            cwnd_pkts: cwnd,
+            ssthresh_pkts: ssthresh,
+            ai_credit_pkts: 0,
+            clamp_pkts: 10_000,
+        }
     }
 
     #[test]
@@ -136,7 +141,12 @@ mod tests {
 
     #[test]
     fn clamp_is_respected() {
-        let mut w = Window { cwnd_pkts: 99, ssthresh_pkts: 1000, ai_credit_pkts: 0, clamp_pkts: 100 };
+        let mut w = Window {
+            cwnd_pkts: 99,
+            ssthresh_pkts: 1000,
+            ai_credit_pkts: 0,
+            clamp_pkts: 100,
+        };
         w.on_ack(50, true);
         assert_eq!(w.cwnd_pkts, 100);
     }
@@ -152,7 +162,12 @@ mod tests {
 
     #[test]
     fn no_overflow_at_extremes() {
-        let mut w = Window { cwnd_pkts: u32::MAX, ssthresh_pkts: u32::MAX, ai_credit_pkts: u32::MAX, clamp_pkts: u32::MAX };
+        let mut w = Window {
+            cwnd_pkts: u32::MAX,
+            ssthresh_pkts: u32::MAX,
+            ai_credit_pkts: u32::MAX,
+            clamp_pkts: u32::MAX,
+        };
         w.on_ack(u32::MAX, true);
         let mut w = win(0, 0);
         w.on_ack(u32::MAX, true);

@@ -1,0 +1,98 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Shared helpers for the netns selftests: KTAP output, and a three-namespace dumbbell
+#
+#   cli (10.10.1.1) --- (10.10.1.2) rtr (10.10.2.1) --- (10.10.2.2) srv
+#
+# whose bottleneck is rtr's egress towards srv, so the queue is never the sender's own
+# qdisc. Runs inside the UML guest; namespaces are removed on exit whatever happens.
+
+KSFT_PASS=0 KSFT_FAIL=1 KSFT_SKIP=4
+ktap_n=0 ktap_fail=0 ktap_skip=0
+NS_CLI=cli NS_RTR=rtr NS_SRV=srv
+SRV_ADDR=10.10.2.2
+
+ktap_plan() { echo "TAP version 13"; echo "1..$1"; }
+ktap_ok() { ktap_n=$((ktap_n + 1)); echo "ok $ktap_n $*"; }
+ktap_not_ok() { ktap_n=$((ktap_n + 1)); ktap_fail=$((ktap_fail + 1)); echo "not ok $ktap_n $*"; }
+ktap_skip() { ktap_n=$((ktap_n + 1)); ktap_skip=$((ktap_skip + 1)); echo "ok $ktap_n $1 # SKIP ${*:2}"; }
+diag() { echo "# $*"; }
+# check NAME COMMAND...: one test line from a command's status; its output is kept as
+# diagnostics when it fails.
+check() {
+	local name=$1 out; shift
+	if out=$("$@" 2>&1); then ktap_ok "$name"; else ktap_not_ok "$name"; diag_lines "$out"; fi
+}
+diag_lines() { [ -n "$1" ] && sed 's/^/# /' <<<"$1"; return 0; }
+ktap_finish() {
+	echo "# totals: pass:$((ktap_n - ktap_fail - ktap_skip)) fail:$ktap_fail skip:$ktap_skip"
+	[ $ktap_fail -eq 0 ] && exit $KSFT_PASS || exit $KSFT_FAIL
+}
+
+ns_cleanup() {
+	local ns
+	for ns in $NS_CLI $NS_RTR $NS_SRV; do
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+		ip netns del "$ns" 2>/dev/null
+	done
+	return 0
+}
+
+# setup_dumbbell RATE_MBIT DELAY_US QUEUE_PKTS [ECN_K_PKTS]
+# Bottleneck: htb at RATE on rtr->srv with a drop-tail FIFO of QUEUE packets, or, with
+# ECN_K, RED marking CE above K packets (DCTCP-style step). DELAY_US of one-way delay on
+# the reverse path (srv->rtr), so the base RTT is DELAY_US plus stack time.
+setup_dumbbell() {
+	local rate=$1 delay_us=$2 queue=$3 ecn_k=${4:-}
+	ns_cleanup
+	ip netns add $NS_CLI && ip netns add $NS_RTR && ip netns add $NS_SRV || return 1
+	ip link add c0 netns $NS_CLI type veth peer name r0 netns $NS_RTR || return 1
+	ip link add r1 netns $NS_RTR type veth peer name s0 netns $NS_SRV || return 1
+	ip -n $NS_CLI addr add 10.10.1.1/24 dev c0
+	ip -n $NS_RTR addr add 10.10.1.2/24 dev r0
+	ip -n $NS_RTR addr add 10.10.2.1/24 dev r1
+	ip -n $NS_SRV addr add 10.10.2.2/24 dev s0
+	local ns dev
+	for ns in $NS_CLI $NS_RTR $NS_SRV; do ip -n $ns link set lo up; done
+	for nd in $NS_CLI:c0 $NS_RTR:r0 $NS_RTR:r1 $NS_SRV:s0; do
+		ns=${nd%%:*} dev=${nd#*:}
+		# Packet-sized skbs, so the bottleneck queue counts real packets.
+		ip netns exec "$ns" ethtool -K "$dev" gso off tso off gro off >/dev/null 2>&1
+		ip -n "$ns" link set "$dev" up
+	done
+	ip -n $NS_CLI route add default via 10.10.1.2
+	ip -n $NS_SRV route add default via 10.10.2.1
+	ip netns exec $NS_RTR sysctl -qw net.ipv4.ip_forward=1
+	for ns in $NS_CLI $NS_SRV; do ip netns exec $ns sysctl -qw net.ipv4.tcp_ecn=1; done
+
+	tc -n $NS_RTR qdisc add dev r1 root handle 1: htb default 1 || return 1
+	tc -n $NS_RTR class add dev r1 parent 1: classid 1:1 htb rate "${rate}mbit" \
+		burst 3000 cburst 3000 || return 1
+	if [ -n "$ecn_k" ]; then
+		local k_bytes=$((ecn_k * 1514))
+		tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: red limit $((queue * 1514 * 4)) \
+			min $k_bytes max $((k_bytes + 1)) avpkt 1514 burst $((ecn_k + 1)) \
+			probability 1.0 bandwidth "${rate}mbit" ecn || return 1
+	else
+		tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: pfifo limit "$queue" || return 1
+	fi
+	tc -n $NS_SRV qdisc add dev s0 root netem delay "${delay_us}us" limit 100000 || return 1
+	return 0
+}
+
+# Start an iperf3 server in srv that accepts any number of tests.
+start_iperf_server() {
+	ip netns exec $NS_SRV iperf3 -s -D --pidfile /run/iperf3-srv.pid >/dev/null 2>&1
+	local i
+	for i in $(seq 50); do
+		ip netns exec $NS_SRV ss -ltn 2>/dev/null | grep -q ':5201 ' && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# Name of the congestion control of the established connection(s) from cli to srv.
+cc_of_flows() {
+	ip netns exec $NS_CLI ss -tniH state established dst $SRV_ADDR 2>/dev/null |
+		awk 'NR % 2 == 0 { print $1 }' | sort -u
+}
