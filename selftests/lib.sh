@@ -20,8 +20,8 @@ diag() { echo "# $*"; }
 # check NAME COMMAND...: one test line from a command's status; its output is kept as
 # diagnostics when it fails.
 check() {
-	local name=$1 out; shift
-	if out=$("$@" 2>&1); then ktap_ok "$name"; else ktap_not_ok "$name"; diag_lines "$out"; fi
+	local name=$1 output; shift
+	if output=$("$@" 2>&1); then ktap_ok "$name"; else ktap_not_ok "$name"; diag_lines "$output"; fi
 }
 diag_lines() { [ -n "$1" ] && sed 's/^/# /' <<<"$1"; return 0; }
 ktap_finish() {
@@ -67,7 +67,7 @@ setup_dumbbell() {
 
 	tc -n $NS_RTR qdisc add dev r1 root handle 1: htb default 1 || return 1
 	tc -n $NS_RTR class add dev r1 parent 1: classid 1:1 htb rate "${rate}mbit" \
-		burst 3000 cburst 3000 || return 1
+		burst 3000 cburst 3000 quantum 1514 || return 1
 	if [ -n "$ecn_k" ]; then
 		local k_bytes=$((ecn_k * 1514))
 		tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: red limit $((queue * 1514 * 4)) \

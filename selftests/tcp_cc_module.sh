@@ -1,0 +1,102 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# A Rust congestion control module behaves like any other: it loads, is listed, is
+# selectable by sysctl, setsockopt(TCP_CONGESTION) and route congctl, carries traffic
+# through a bottleneck (also with loss and reordering), cannot be removed while a socket
+# uses it, can be removed after, and leaves no WARN/BUG/Oops behind. Runs in the UML guest.
+#
+#   tcp_cc_module.sh MODULE.ko ALGORITHM
+set -u
+ko=$1 algo=$2
+mod=$(basename "$ko" .ko)
+source "$(dirname "$0")/lib.sh"
+RATE_MBIT=100 DELAY_US=500 QUEUE_PKTS=100
+out=$(mktemp -d /run/selftest.XXXXXX)
+trap 'ns_cleanup; rm -rf "$out"' EXIT
+
+# iperf3 from cli to srv; JSON into $out/$1.json. Extra iperf3 arguments follow.
+iperf() {
+	local tag=$1; shift
+	ip netns exec $NS_CLI timeout 30 iperf3 -c $SRV_ADDR -J "$@" > "$out/$tag.json" 2>&1
+}
+json() { python3 -c "import json,sys; d=json.load(open('$out/$1.json')); print($2)" 2>/dev/null; }
+sender_cc() { json "$1" "d['end'].get('sender_tcp_congestion', '?')"; }
+mbps() { json "$1" "int(d['end']['sum_received']['bits_per_second'] / 1e6)"; }
+
+expect_cc() { # TAG: the test's sender used $algo
+	local got; got=$(sender_cc "$1")
+	[ "$got" = "$algo" ] || { echo "sender congestion control is '$got', expected '$algo'"; return 1; }
+}
+expect_mbps() { # TAG MIN
+	local got; got=$(mbps "$1")
+	[ -n "$got" ] && [ "$got" -ge "$2" ] || { echo "received ${got:-?} Mbit/s, expected >= $2"; return 1; }
+}
+expect_cc_and_traffic() { expect_cc "$1" && expect_mbps "$1" "$2"; }
+
+ktap_plan 11
+dmesg -C
+
+check "insmod $mod" insmod "$ko"
+check "$algo listed in tcp_available_congestion_control" \
+	grep -qw "$algo" /proc/sys/net/ipv4/tcp_available_congestion_control
+
+if ! setup_dumbbell $RATE_MBIT $DELAY_US $QUEUE_PKTS || ! start_iperf_server; then
+	diag "could not build the netns dumbbell"; ktap_not_ok "dumbbell setup"; ktap_finish
+fi
+diag "dumbbell: ${RATE_MBIT} Mbit/s bottleneck, ${QUEUE_PKTS}-packet FIFO, ${DELAY_US} us reverse delay"
+
+# Selected as the namespace's default by sysctl.
+ip netns exec $NS_CLI sysctl -qw net.ipv4.tcp_congestion_control="$algo"
+iperf sysctl -t 2
+check "selected by sysctl net.ipv4.tcp_congestion_control" expect_cc sysctl
+ip netns exec $NS_CLI sysctl -qw net.ipv4.tcp_congestion_control=cubic
+
+# Selected per socket with setsockopt(TCP_CONGESTION).
+iperf setsockopt -t 3 -C "$algo"
+check "selected by setsockopt(TCP_CONGESTION) (iperf3 -C)" expect_cc setsockopt
+check "carries traffic through the bottleneck (>= 50% of ${RATE_MBIT} Mbit/s)" \
+	expect_mbps setsockopt $((RATE_MBIT / 2))
+diag "$algo: $(mbps setsockopt) Mbit/s"
+
+# Selected per route.
+ip -n $NS_CLI route replace $SRV_ADDR/32 via 10.10.1.2 congctl "$algo"
+iperf route -t 2
+check "selected by ip route ... congctl" expect_cc route
+ip -n $NS_CLI route del $SRV_ADDR/32
+
+# 1% loss and reordering at the bottleneck must not stall a flow.
+tc -n $NS_RTR qdisc del dev r1 parent 1:1
+tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: \
+	netem loss 1% reorder 5% 50% delay 200us limit $QUEUE_PKTS
+iperf lossy -t 3 -C "$algo"
+check "keeps going with 1% loss and 5% reordering (>= 5 Mbit/s)" expect_cc_and_traffic lossy 5
+diag "$algo with loss and reordering: $(mbps lossy) Mbit/s," \
+	"$(json lossy "d['end']['sum_sent']['retransmits']") retransmits"
+tc -n $NS_RTR qdisc del dev r1 parent 1:1
+tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: pfifo limit $QUEUE_PKTS
+
+# A socket using the algorithm pins the module.
+ip netns exec $NS_CLI iperf3 -c $SRV_ADDR -t 30 -C "$algo" >/dev/null 2>&1 &
+iperf_pid=$!
+uses_algo() { cc_of_flows | grep -qx "$algo"; }
+for _ in $(seq 50); do uses_algo && break; sleep 0.1; done
+if uses_algo && ! rmmod "$mod" 2>"$out/rmmod.err"; then
+	ktap_ok "rmmod refused while a socket uses $algo"
+	diag "rmmod said: $(cat "$out/rmmod.err")"
+else
+	ktap_not_ok "rmmod refused while a socket uses $algo"
+	diag "flows: $(cc_of_flows | tr '\n' ' ')"
+fi
+kill "$iperf_pid" 2>/dev/null; wait "$iperf_pid" 2>/dev/null
+rmmod_after_close() {
+	local i
+	for i in $(seq 50); do rmmod "$mod" 2>/dev/null && return 0; sleep 0.1; done
+	rmmod "$mod"
+}
+check "rmmod succeeds once the sockets are closed" rmmod_after_close
+check "$algo no longer listed after rmmod" \
+	bash -c "! grep -qw '$algo' /proc/sys/net/ipv4/tcp_available_congestion_control"
+
+check "dmesg has no WARN, BUG, Oops or relocation error" \
+	bash -c "! dmesg | grep -E 'WARNING:|BUG:|Oops|Unknown rela|general protection|Call Trace'"
+ktap_finish

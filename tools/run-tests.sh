@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The project's whole test suite (`make test`):
+#   1. host: cargo test of the pure control-law core;
+#   2. KUnit in UML: the abstraction's suite at boot, each module's suite on insmod;
+#   3. netns selftests in UML, kselftest TAP, one boot per module.
+# Prints every result, then a last line "N passed, N failed". Exit status 0 only if
+# nothing failed and every expected suite reported.
+set -uo pipefail
+source "$(dirname "$0")/config.sh"
+cd "$PROJECT_ROOT"
+
+# Module file, algorithm name(s) it registers, KUnit suite(s) it carries.
+MODULES=(
+	"rust/tcp_rust_reno.ko rust_reno rust_reno"
+)
+BUILTIN_KUNIT_SUITES=(rust_tcp_cong)
+
+passed=0 failed=0
+work=$(mktemp -d "${TMPDIR:-/tmp}/rfl-tests.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+pass() { passed=$((passed + 1)); echo "PASS $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL $*"; }
+
+# Counts "ok"/"not ok" lines of a TAP/KTAP log at the given indent ("" or "    ").
+count_tap() { # FILE INDENT PREFIX
+	local line
+	while IFS= read -r line; do
+		case "$line" in
+		"$2ok "*"# SKIP"*) echo "SKIP $3${line#"$2"ok }" ;;
+		"$2ok "*) pass "$3${line#"$2"ok }" ;;
+		"$2not ok "*) fail "$3${line#"$2"not ok }" ;;
+		esac
+	done < "$1"
+}
+
+echo "== host: cargo test (rust/core)"
+if (cd rust/core && cargo test --quiet 2>&1) > "$work/cargo.log"; then
+	n=$(grep -Eo '[0-9]+ passed' "$work/cargo.log" | awk '{s += $1} END {print s + 0}')
+	passed=$((passed + n)); echo "PASS cargo test: $n tests"
+else
+	cat "$work/cargo.log"; n=$(grep -Eo '[0-9]+ failed' "$work/cargo.log" | awk '{s += $1} END {print s + 0}')
+	failed=$((failed + (n > 0 ? n : 1))); echo "FAIL cargo test"
+fi
+
+echo "== KUnit in UML"
+kos=()
+for m in "${MODULES[@]}"; do set -- $m; kos+=("$1"); done
+cat > "$work/kunit.sh" <<EOS
+for ko in ${kos[*]}; do insmod "\$ko" || echo "insmod \$ko failed" >&2; rmmod "\$(basename "\$ko" .ko)"; done
+dmesg > "$work/kunit.dmesg"
+EOS
+tools/uml-run.sh --timeout 300 --kunit 'rust_*' -- bash "$work/kunit.sh" > "$work/kunit.console" 2>&1 \
+	|| { cat "$work/kunit.console"; fail "KUnit boot (status $?)"; }
+sed -E 's/^\[[ 0-9.]+\] //' "$work/kunit.dmesg" 2>/dev/null > "$work/kunit.ktap"
+expected=("${BUILTIN_KUNIT_SUITES[@]}")
+for m in "${MODULES[@]}"; do set -- $m; shift 2; expected+=("$@"); done
+for suite in "${expected[@]}"; do
+	awk -v s="$suite" '$0 ~ "# Subtest: " s "$" {on = 1; next} on && /^    (not )?ok / {print} on && /^(not )?ok / {exit}' \
+		"$work/kunit.ktap" > "$work/suite.$suite"
+	if [ -s "$work/suite.$suite" ]; then
+		count_tap "$work/suite.$suite" "    " "kunit $suite: "
+	else
+		fail "kunit suite $suite did not run"
+	fi
+done
+
+echo "== netns selftests in UML"
+for m in "${MODULES[@]}"; do
+	set -- $m; ko=$1; shift
+	[ "$#" -ge 1 ] || continue
+	algo=$1
+	log=$work/selftest.$algo.log
+	tools/uml-run.sh --timeout 300 -- selftests/tcp_cc_module.sh "$ko" "$algo" > "$log" 2>&1
+	status=$?
+	grep -E '^# ' "$log" | grep -v '^# totals' | sed 's/^/  /'
+	count_tap "$log" "" "selftest $algo: "
+	grep -q '^1\.\.' "$log" || fail "selftest $algo: no TAP plan (guest status $status)"
+	[ "$status" = 0 ] || [ "$status" = 1 ] || fail "selftest $algo: guest ended with status $status"
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
