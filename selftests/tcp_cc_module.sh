@@ -5,9 +5,11 @@
 # through a bottleneck (also with loss and reordering), cannot be removed while a socket
 # uses it, can be removed after, and leaves no WARN/BUG/Oops behind. Runs in the UML guest.
 #
-#   tcp_cc_module.sh MODULE.ko ALGORITHM
+#   tcp_cc_module.sh MODULE.ko ALGORITHM [PARAM=VALUE...]   (parameters for insmod)
 set -u
 ko=$1 algo=$2
+shift 2
+mod_params=("$@")
 mod=$(basename "$ko" .ko)
 source "$(dirname "$0")/lib.sh"
 RATE_MBIT=100 DELAY_US=500 QUEUE_PKTS=100
@@ -36,7 +38,7 @@ expect_cc_and_traffic() { expect_cc "$1" && expect_mbps "$1" "$2"; }
 ktap_plan 11
 dmesg -C
 
-check "insmod $mod" insmod "$ko"
+check "insmod $mod ${mod_params[*]}" insmod "$ko" "${mod_params[@]}"
 check "$algo listed in tcp_available_congestion_control" \
 	grep -qw "$algo" /proc/sys/net/ipv4/tcp_available_congestion_control
 

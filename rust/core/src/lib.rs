@@ -2,12 +2,20 @@
 
 //! Control laws of the project's TCP congestion controls.
 //!
-//! Pure integer arithmetic with no dependencies and no `std`, so the same files compile into
-//! the kernel modules (each module includes the files it needs with `#[path]`) and into this
-//! crate for host tests. Units are in the names (`_us`, `_pkts`, `_bps`); fixed-point formats
-//! are stated where they are defined.
+//! Pure integer arithmetic with no dependencies and no `std`. The kernel modules include
+//! this file as a module (`#[path = "core/src/lib.rs"] mod cc_core;`), so items refer to
+//! each other with `super::`, which means the same in both places. Units are in the names
+//! (`_us`, `_pkts`, `_bps`); fixed-point formats are stated where they are defined.
 
-#![no_std]
+// Only the crate root may say no_std; in a kernel module this file is a plain module.
+#![cfg_attr(not(MODULE), no_std)]
 #![forbid(unsafe_code)]
 
+pub mod fixed;
 pub mod reno;
+pub mod timely;
+
+#[cfg(test)]
+mod model;
+#[cfg(test)]
+mod testing;

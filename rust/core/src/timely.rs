@@ -1,0 +1,757 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! TIMELY (Mittal et al., SIGCOMM 2015, Algorithm 1) and patched TIMELY (Zhu et al.,
+//! "ECN or Delay", CoNEXT 2016, Algorithm 2): rate-based control from the RTT gradient.
+//!
+//! The controller runs once per *completion*, the ACK of a whole segment of `seg_bytes`
+//! (16 KB by default), never on every ACK: Algorithm 1's gains assume at most one update per
+//! minimum RTT, and applying it per ACK would multiply them. With an RTT sample `rtt`:
+//!
+//! ```text
+//! rtt_diff  = (1 - alpha) rtt_diff + alpha (rtt - prev_rtt);  prev_rtt = rtt
+//! gradient  = rtt_diff / min_rtt
+//! rtt < T_low            : rate += delta
+//! rtt > T_high           : rate *= 1 - beta (1 - T_high / rtt)
+//! original, gradient <= 0: rate += N delta   (N = hai_factor after hai_threshold
+//!                                            consecutive gradients <= 0, else 1)
+//! original, gradient > 0 : rate *= 1 - beta gradient
+//! patched                : w = clamp(2 gradient + 1/2, 0, 1); e = (rtt - rtt_ref) / rtt_ref
+//!                          rate = delta (1 - w) + rate (1 - beta_patched w e)
+//! ```
+//!
+//! Fixed point: every fraction (alpha, beta, gradient, weight, error) is an integer in parts
+//! per million (`_ppm`, 1_000_000 = 1.0); rates are bits per second (`_bps`); times are
+//! microseconds (`_us`), except the EWMA of RTT differences, kept in nanoseconds for
+//! resolution (a 1 us step over a 20 us minimum RTT is a gradient of 0.05).
+//!
+//! What the papers leave open, and what is done here:
+//! - first sample: it only initialises `prev_rtt` (as eRPC's port of the authors' code);
+//! - a decrease never cuts the rate by more than half in one update (as eRPC), and the rate
+//!   is always kept within `[min_rate_bps, max_rate_bps]`;
+//! - HAI counts consecutive completions whose (smoothed) gradient is <= 0, and is reset
+//!   by any other outcome; it never applies in the `T_low` zone (as the paper states);
+//! - application-limited completions (the application sent less than 80% of the target
+//!   rate) may decrease but never increase the rate;
+//! - loss, which both papers assume away, halves the rate once per recovery episode
+//!   (see [`Timely::on_loss`]).
+
+use super::fixed::{mul_div, PPM};
+
+/// Which law runs in the gradient zone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// TIMELY as published (Algorithm 1), with hyperactive increase.
+    Original,
+    /// Patched TIMELY (Algorithm 2): weighted decrease on the absolute RTT error.
+    Patched,
+}
+
+/// What the last update did; shown by `ss -ti`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Mode {
+    /// No completion yet.
+    Start = 0,
+    /// RTT below `T_low`: additive increase.
+    LowRtt = 1,
+    /// RTT above `T_high`: multiplicative decrease on the RTT.
+    HighRtt = 2,
+    /// Gradient zone, rate increased (`delta`).
+    Increase = 3,
+    /// Gradient zone, hyperactive increase (`hai_factor * delta`).
+    Hai = 4,
+    /// Gradient zone, rate decreased.
+    Decrease = 5,
+    /// Patched law applied in the gradient zone.
+    Weighted = 6,
+    /// Halved after a loss.
+    Loss = 7,
+}
+
+/// Controller parameters, in the units of the kernel module's parameters (same names), so
+/// that a validation error names what the user typed. Validated by [`Params::validate`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// Below this RTT the rate grows additively.
+    pub t_low_us: u32,
+    /// Above this RTT the rate is cut in proportion to the excess.
+    pub t_high_us: u32,
+    /// Additive increase step.
+    pub delta_kbps: u32,
+    /// Multiplicative decrease factor of the original law and of the `T_high` zone.
+    pub beta_ppm: u32,
+    /// EWMA weight of a new RTT difference.
+    pub alpha_ppm: u32,
+    /// Fixed propagation RTT normalising the gradient ("known ahead of time").
+    pub min_rtt_us: u32,
+    /// Consecutive non-positive gradients before hyperactive increase.
+    pub hai_threshold: u32,
+    /// Multiplier of `delta` in hyperactive increase.
+    pub hai_factor: u32,
+    /// Rate floor.
+    pub min_rate_kbps: u32,
+    /// Rate ceiling (the line rate).
+    pub max_rate_mbps: u32,
+    /// Rate of a new flow; 0 starts at `max_rate_mbps`.
+    pub init_rate_mbps: u32,
+    /// Bytes ACKed per completion (one controller update).
+    pub seg_bytes: u32,
+    /// Line rate used to subtract a segment's serialization time from its RTT; 0: none.
+    pub line_rate_mbps: u32,
+    /// Patched law: decrease factor (`beta` of Algorithm 2).
+    pub patched_beta_ppm: u32,
+    /// Patched law: reference RTT the error is measured against; 0 means `t_low_us`.
+    pub rtt_ref_us: u32,
+}
+
+/// Largest RTT sample taken at face value; larger ones are clamped to it.
+pub const MAX_RTT_US: u32 = 10_000_000;
+/// Largest supported rate ceiling, 400 Gbit/s: keeps every product below 2^64.
+pub const MAX_RATE_MBPS: u32 = 400_000;
+/// Largest segment: a TSO burst without BIG TCP.
+pub const MAX_SEG_BYTES: u32 = 65_536;
+/// Smallest fraction of the rate one decrease may leave.
+pub const MAX_CUT_PPM: u64 = PPM / 2;
+
+impl Params {
+    /// The papers' parameters at 10 Gbit/s ([T] §6, [Z] footnote 4 and §4.3).
+    pub const PAPER: Params = Params {
+        t_low_us: 50,
+        t_high_us: 500,
+        delta_kbps: 10_000,
+        beta_ppm: 800_000,
+        alpha_ppm: 875_000,
+        min_rtt_us: 20,
+        hai_threshold: 5,
+        hai_factor: 5,
+        min_rate_kbps: 10_000,
+        max_rate_mbps: 10_000,
+        init_rate_mbps: 0,
+        seg_bytes: 16_384,
+        line_rate_mbps: 0,
+        patched_beta_ppm: 8_000,
+        rtt_ref_us: 0,
+    };
+
+    /// Additive step in bit/s.
+    pub fn delta_bps(&self) -> u64 {
+        u64::from(self.delta_kbps) * 1000
+    }
+
+    /// Rate floor in bit/s.
+    pub fn min_rate_bps(&self) -> u64 {
+        u64::from(self.min_rate_kbps) * 1000
+    }
+
+    /// Rate ceiling in bit/s.
+    pub fn max_rate_bps(&self) -> u64 {
+        u64::from(self.max_rate_mbps) * 1_000_000
+    }
+
+    /// Rate of a new flow in bit/s.
+    pub fn init_rate_bps(&self) -> u64 {
+        match self.init_rate_mbps {
+            0 => self.max_rate_bps(),
+            r => u64::from(r) * 1_000_000,
+        }
+    }
+
+    /// Reference RTT of the patched law.
+    pub fn rtt_ref_us(&self) -> u32 {
+        match self.rtt_ref_us {
+            0 => self.t_low_us,
+            r => r,
+        }
+    }
+
+    /// Checks every parameter against its allowed range. On failure returns the first
+    /// offending parameter's name, its value and the allowed range.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        let p = self;
+        let check = |name: &'static str, value: u32, min: u32, max: u32| {
+            if value < min || value > max {
+                Err(ParamError {
+                    name,
+                    value,
+                    min,
+                    max,
+                })
+            } else {
+                Ok(())
+            }
+        };
+        let ppm = PPM as u32;
+        check("t_low_us", p.t_low_us, 1, MAX_RTT_US - 1)?;
+        check("t_high_us", p.t_high_us, p.t_low_us + 1, MAX_RTT_US)?;
+        check("min_rtt_us", p.min_rtt_us, 1, MAX_RTT_US)?;
+        check("beta_ppm", p.beta_ppm, 1, ppm)?;
+        check("alpha_ppm", p.alpha_ppm, 1, ppm)?;
+        check("patched_beta_ppm", p.patched_beta_ppm, 1, ppm)?;
+        check("rtt_ref_us", p.rtt_ref_us, 0, MAX_RTT_US)?;
+        check("hai_threshold", p.hai_threshold, 1, 1000)?;
+        check("hai_factor", p.hai_factor, 1, 100)?;
+        check("max_rate_mbps", p.max_rate_mbps, 1, MAX_RATE_MBPS)?;
+        check(
+            "min_rate_kbps",
+            p.min_rate_kbps,
+            1,
+            p.max_rate_mbps.saturating_mul(1000),
+        )?;
+        check(
+            "delta_kbps",
+            p.delta_kbps,
+            1,
+            p.max_rate_mbps.saturating_mul(1000),
+        )?;
+        check("init_rate_mbps", p.init_rate_mbps, 0, p.max_rate_mbps)?;
+        check("seg_bytes", p.seg_bytes, 1, MAX_SEG_BYTES)?;
+        check("line_rate_mbps", p.line_rate_mbps, 0, MAX_RATE_MBPS)?;
+        Ok(())
+    }
+}
+
+/// A parameter outside its allowed range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamError {
+    /// Parameter name.
+    pub name: &'static str,
+    /// Its value.
+    pub value: u32,
+    /// Smallest allowed value.
+    pub min: u32,
+    /// Largest allowed value.
+    pub max: u32,
+}
+
+/// Per-flow controller state (40 bytes). All-zero is a valid (unstarted) state: in the
+/// kernel it lives in the socket's zeroed congestion control area.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(MODULE, derive(pin_init::Zeroable))]
+pub struct Timely {
+    /// Current target rate.
+    pub rate_bps: u64,
+    /// EWMA of RTT differences, nanoseconds.
+    pub rtt_diff_ns: i64,
+    /// Previous completion's RTT; 0 before the first completion.
+    pub prev_rtt_us: u32,
+    /// Last completion's RTT.
+    pub last_rtt_us: u32,
+    /// Last normalised gradient.
+    pub gradient_ppm: i32,
+    /// Consecutive completions with a non-positive gradient.
+    pub neg_gradients: u32,
+    /// What the last update did.
+    pub mode: u8,
+}
+
+impl Timely {
+    /// A controller starting at `initial_rate_bps` (clamped into the parameters' range).
+    pub fn new(p: &Params, initial_rate_bps: u64) -> Timely {
+        Timely {
+            rate_bps: initial_rate_bps.clamp(p.min_rate_bps(), p.max_rate_bps()),
+            mode: Mode::Start as u8,
+            ..Timely::default()
+        }
+    }
+
+    /// One completion with RTT `rtt_us` (already net of the segment's serialization time).
+    /// `app_limited`: the application did not keep up with the rate, so no increase.
+    pub fn on_completion(&mut self, p: &Params, variant: Variant, rtt_us: u32, app_limited: bool) {
+        let rtt_us = rtt_us.clamp(1, MAX_RTT_US);
+        self.last_rtt_us = rtt_us;
+        if self.prev_rtt_us == 0 {
+            self.prev_rtt_us = rtt_us;
+            return;
+        }
+        let new_diff_ns = (i64::from(rtt_us) - i64::from(self.prev_rtt_us)) * 1000;
+        self.prev_rtt_us = rtt_us;
+        let alpha = i64::from(p.alpha_ppm);
+        // |rtt_diff_ns| <= MAX_RTT_US * 1000 = 1e10, times PPM stays below 2^63.
+        self.rtt_diff_ns =
+            ((PPM as i64 - alpha) * self.rtt_diff_ns + alpha * new_diff_ns) / PPM as i64;
+        // gradient = rtt_diff / min_rtt, in ppm: rtt_diff_ns * 1000 / min_rtt_us.
+        let gradient_ppm = (self.rtt_diff_ns * 1000 / i64::from(p.min_rtt_us.max(1)))
+            .clamp(i64::from(i32::MIN), i64::from(i32::MAX));
+        self.gradient_ppm = gradient_ppm as i32;
+
+        let rate = self.rate_bps;
+        let (new_rate, mode) = if rtt_us < p.t_low_us {
+            self.neg_gradients = 0;
+            (rate.saturating_add(p.delta_bps()), Mode::LowRtt)
+        } else if rtt_us > p.t_high_us {
+            self.neg_gradients = 0;
+            // beta * (1 - T_high / rtt), in ppm.
+            let excess_ppm = PPM - mul_div(PPM, p.t_high_us.into(), rtt_us.into());
+            let cut_ppm = mul_div(p.beta_ppm.into(), excess_ppm, PPM);
+            (decrease(rate, cut_ppm), Mode::HighRtt)
+        } else {
+            match variant {
+                Variant::Original => self.gradient_zone_original(p, rate, gradient_ppm),
+                Variant::Patched => (patched_rate(p, rate, gradient_ppm, rtt_us), Mode::Weighted),
+            }
+        };
+        let new_rate = if app_limited && new_rate > rate {
+            rate
+        } else {
+            new_rate
+        };
+        self.rate_bps = new_rate.clamp(p.min_rate_bps(), p.max_rate_bps());
+        self.mode = mode as u8;
+    }
+
+    fn gradient_zone_original(&mut self, p: &Params, rate: u64, gradient_ppm: i64) -> (u64, Mode) {
+        if gradient_ppm <= 0 {
+            self.neg_gradients = self.neg_gradients.saturating_add(1);
+            if self.neg_gradients >= p.hai_threshold {
+                let step = p.delta_bps().saturating_mul(p.hai_factor.into());
+                (rate.saturating_add(step), Mode::Hai)
+            } else {
+                (rate.saturating_add(p.delta_bps()), Mode::Increase)
+            }
+        } else {
+            self.neg_gradients = 0;
+            let cut_ppm = mul_div(p.beta_ppm.into(), gradient_ppm as u64, PPM);
+            (decrease(rate, cut_ppm), Mode::Decrease)
+        }
+    }
+
+    /// A loss episode began (fast recovery or timeout): halve the rate, once per episode.
+    /// Both papers assume a lossless network; halving is the classic response and keeps
+    /// a flow that overflowed a shallow buffer from doing it again at once.
+    pub fn on_loss(&mut self, p: &Params) {
+        self.rate_bps =
+            decrease(self.rate_bps, MAX_CUT_PPM).clamp(p.min_rate_bps(), p.max_rate_bps());
+        self.neg_gradients = 0;
+        self.mode = Mode::Loss as u8;
+    }
+}
+
+/// `rate * (1 - cut)`, never below half of `rate`.
+fn decrease(rate_bps: u64, cut_ppm: u64) -> u64 {
+    let keep_ppm = PPM.saturating_sub(cut_ppm).max(PPM - MAX_CUT_PPM);
+    mul_div(rate_bps, keep_ppm, PPM)
+}
+
+/// Patched TIMELY's weight: 0 at gradient <= -1/4, 1 at >= 1/4, linear between.
+pub fn patched_weight_ppm(gradient_ppm: i64) -> u64 {
+    (2 * gradient_ppm + PPM as i64 / 2).clamp(0, PPM as i64) as u64
+}
+
+fn patched_rate(p: &Params, rate: u64, gradient_ppm: i64, rtt_us: u32) -> u64 {
+    let w = patched_weight_ppm(gradient_ppm);
+    let rtt_ref = i64::from(p.rtt_ref_us().max(1));
+    // error = (rtt - rtt_ref) / rtt_ref, in ppm; |error| < MAX_RTT_US * PPM.
+    // Bounded so that the products below stay within 64 bits; beyond 10^6 the cut is
+    // maximal anyway.
+    let error_ppm =
+        ((i64::from(rtt_us) - rtt_ref) * PPM as i64 / rtt_ref).min(PPM as i64 * PPM as i64);
+    let increase = mul_div(p.delta_bps(), PPM - w, PPM);
+    // beta * w * |error|, in ppm of the rate.
+    let bw_ppm = mul_div(p.patched_beta_ppm.into(), w, PPM);
+    let change_ppm = mul_div(bw_ppm, error_ppm.unsigned_abs(), PPM);
+    let kept = if error_ppm >= 0 {
+        decrease(rate, change_ppm)
+    } else {
+        rate.saturating_add(mul_div(rate, change_ppm, PPM))
+    };
+    kept.saturating_add(increase)
+}
+
+/// Smallest in-flight cap, so a flow at the rate floor still gets ACKs back promptly
+/// (the receiver ACKs every second segment).
+pub const MIN_CWND_PKTS: u32 = 4;
+
+/// In-flight cap for a paced flow: what the rate delivers in `T_high + min_rtt`, the largest
+/// RTT the controller tolerates before cutting hard; the rate, not this cap, is the control.
+pub fn cwnd_cap_pkts(p: &Params, rate_bps: u64, mss_bytes: u32) -> u32 {
+    let window_us = u64::from(p.t_high_us) + u64::from(p.min_rtt_us);
+    let bytes = mul_div(rate_bps / 8, window_us, 1_000_000);
+    let pkts = bytes / u64::from(mss_bytes.max(1));
+    pkts.clamp(u64::from(MIN_CWND_PKTS), u64::from(u32::MAX >> 1)) as u32
+}
+
+/// Pacing rate in bytes per second for a rate in bits per second.
+pub fn pacing_bytes_per_sec(rate_bps: u64) -> u64 {
+    rate_bps / 8
+}
+
+/// One completed segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// RTT of the segment, net of its serialization time at the line rate.
+    pub rtt_us: u32,
+    /// Rate at which the segment was delivered.
+    pub delivered_bps: u64,
+}
+
+/// Turns the stream of ACKs into completions of `seg_bytes` each (24 bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(MODULE, derive(pin_init::Zeroable))]
+pub struct Segmenter {
+    /// Bytes ACKed in the current segment.
+    pub acked_bytes: u32,
+    /// Latest valid RTT sample in the current segment; 0 if none yet.
+    pub rtt_us: u32,
+    /// When the current segment began.
+    pub start_us: u64,
+    /// When the last ACK arrived.
+    pub last_ack_us: u64,
+}
+
+impl Segmenter {
+    /// Starts a new segment at `now_us` (at init, and after idle periods, so that the
+    /// delivery rate does not span the gap).
+    pub fn restart(&mut self, now_us: u64) {
+        *self = Segmenter {
+            start_us: now_us,
+            last_ack_us: now_us,
+            ..Segmenter::default()
+        };
+    }
+
+    /// Transmission starts with nothing in flight. A paced flow drains its pipe between
+    /// bursts all the time; only a real idle period (no ACK for longer than `t_high_us`)
+    /// starts a new segment.
+    pub fn on_tx_start(&mut self, p: &Params, now_us: u64) {
+        if now_us.saturating_sub(self.last_ack_us) > u64::from(p.t_high_us) {
+            self.restart(now_us);
+        }
+    }
+
+    /// An ACK for `acked_bytes`, with the RTT sample it produced, if any (the kernel has
+    /// none for retransmitted data). Returns the completion when the segment is full and
+    /// has an RTT sample.
+    pub fn on_ack(
+        &mut self,
+        p: &Params,
+        now_us: u64,
+        acked_bytes: u32,
+        rtt_us: Option<u32>,
+    ) -> Option<Completion> {
+        if let Some(rtt) = rtt_us {
+            self.rtt_us = rtt.clamp(1, MAX_RTT_US);
+        }
+        self.last_ack_us = now_us;
+        self.acked_bytes = self.acked_bytes.saturating_add(acked_bytes);
+        if self.acked_bytes < p.seg_bytes || self.rtt_us == 0 {
+            return None;
+        }
+        let elapsed_us = now_us.saturating_sub(self.start_us).max(1);
+        let delivered_bps = mul_div(u64::from(self.acked_bytes) * 8, 1_000_000, elapsed_us);
+        // bits / (Mbit/s) = microseconds.
+        let serialization_us = match p.line_rate_mbps {
+            0 => 0,
+            line => p.seg_bytes.saturating_mul(8) / line,
+        };
+        let rtt_us = self.rtt_us.saturating_sub(serialization_us).max(1);
+        self.restart(now_us);
+        Some(Completion {
+            rtt_us,
+            delivered_bps,
+        })
+    }
+}
+
+/// TIMELY's application-limited rule: only increase when the flow delivered more than
+/// 80% of its target rate.
+pub fn is_app_limited(delivered_bps: u64, rate_bps: u64) -> bool {
+    delivered_bps.saturating_mul(5) < rate_bps.saturating_mul(4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Rng;
+
+    const P: Params = Params::PAPER;
+
+    fn warmed(variant: Variant, rate: u64, rtt: u32) -> Timely {
+        let mut t = Timely::new(&P, rate);
+        t.on_completion(&P, variant, rtt, false);
+        t
+    }
+
+    #[test]
+    fn paper_params_are_valid() {
+        assert_eq!(P.validate(), Ok(()));
+    }
+
+    #[test]
+    fn invalid_params_name_the_parameter() {
+        let bad = Params { t_high_us: 50, ..P };
+        assert_eq!(bad.validate().unwrap_err().name, "t_high_us");
+        let bad = Params { beta_ppm: 0, ..P };
+        assert_eq!(bad.validate().unwrap_err().name, "beta_ppm");
+        let bad = Params {
+            beta_ppm: 1_000_001,
+            ..P
+        };
+        assert_eq!(
+            bad.validate().unwrap_err(),
+            ParamError {
+                name: "beta_ppm",
+                value: 1_000_001,
+                min: 1,
+                max: 1_000_000
+            }
+        );
+        let bad = Params {
+            max_rate_mbps: 0,
+            ..P
+        };
+        assert_eq!(bad.validate().unwrap_err().name, "max_rate_mbps");
+        let bad = Params {
+            min_rate_kbps: P.max_rate_mbps * 1000 + 1,
+            ..P
+        };
+        assert_eq!(bad.validate().unwrap_err().name, "min_rate_kbps");
+        for seg_bytes in [0, 65_537] {
+            let bad = Params { seg_bytes, ..P };
+            assert_eq!(bad.validate().unwrap_err().name, "seg_bytes");
+        }
+    }
+
+    #[test]
+    fn first_sample_only_initialises() {
+        let t = warmed(Variant::Original, 1_000_000_000, 100);
+        assert_eq!(t.rate_bps, 1_000_000_000);
+        assert_eq!(t.prev_rtt_us, 100);
+        assert_eq!(t.mode, Mode::Start as u8);
+    }
+
+    #[test]
+    fn low_rtt_adds_delta_without_hai() {
+        let mut t = warmed(Variant::Original, 1_000_000_000, 30);
+        for i in 1..=10u64 {
+            t.on_completion(&P, Variant::Original, 30, false);
+            assert_eq!(t.rate_bps, 1_000_000_000 + i * P.delta_bps());
+            assert_eq!(t.mode, Mode::LowRtt as u8);
+        }
+    }
+
+    #[test]
+    fn high_rtt_cuts_in_proportion() {
+        let mut t = warmed(Variant::Original, 1_000_000_000, 1000);
+        t.on_completion(&P, Variant::Original, 1000, false);
+        // 1 - 0.8 * (1 - 500/1000) = 0.6
+        assert_eq!(t.rate_bps, 600_000_000);
+        assert_eq!(t.mode, Mode::HighRtt as u8);
+    }
+
+    #[test]
+    fn rising_rtt_in_gradient_zone_decreases() {
+        let mut t = warmed(Variant::Original, 1_000_000_000, 100);
+        t.on_completion(&P, Variant::Original, 101, false);
+        // diff 1 us -> EWMA 0.875 us -> gradient 0.04375 -> factor 1 - 0.035.
+        assert_eq!(t.gradient_ppm, 43_750);
+        assert_eq!(t.rate_bps, 965_000_000);
+        assert_eq!(t.mode, Mode::Decrease as u8);
+    }
+
+    #[test]
+    fn hai_after_five_non_positive_gradients() {
+        let mut t = warmed(Variant::Original, 1_000_000_000, 100);
+        let mut rate = t.rate_bps;
+        for i in 1..=8u32 {
+            t.on_completion(&P, Variant::Original, 100, false);
+            let step = if i >= 5 {
+                5 * P.delta_bps()
+            } else {
+                P.delta_bps()
+            };
+            assert_eq!(t.rate_bps, rate + step, "completion {i}");
+            rate = t.rate_bps;
+        }
+        assert_eq!(t.mode, Mode::Hai as u8);
+        t.on_completion(&P, Variant::Original, 110, false);
+        assert_eq!(t.neg_gradients, 0);
+    }
+
+    #[test]
+    fn decrease_never_more_than_half() {
+        let mut t = warmed(Variant::Original, 1_000_000_000, 60);
+        t.on_completion(&P, Variant::Original, 400, false);
+        assert_eq!(t.rate_bps, 500_000_000);
+    }
+
+    #[test]
+    fn app_limited_never_increases() {
+        let mut t = warmed(Variant::Original, 1_000_000_000, 30);
+        t.on_completion(&P, Variant::Original, 30, true);
+        assert_eq!(t.rate_bps, 1_000_000_000);
+        t.on_completion(&P, Variant::Original, 1000, true);
+        assert!(t.rate_bps < 1_000_000_000);
+    }
+
+    #[test]
+    fn patched_weight_function() {
+        assert_eq!(patched_weight_ppm(-300_000), 0);
+        assert_eq!(patched_weight_ppm(-250_000), 0);
+        assert_eq!(patched_weight_ppm(0), 500_000);
+        assert_eq!(patched_weight_ppm(100_000), 700_000);
+        assert_eq!(patched_weight_ppm(250_000), PPM);
+        assert_eq!(patched_weight_ppm(i64::from(i32::MAX)), PPM);
+    }
+
+    #[test]
+    fn patched_fixed_point_balances() {
+        // At the fixed point gradient = 0 (w = 1/2) and delta/2 = rate * beta/2 * error,
+        // i.e. rate = delta / (beta error). With RTT 60 us, error = 0.2: rate = 6.25 Gbit/s.
+        let (rtt, rate) = (60, 6_250_000_000);
+        let mut t = warmed(Variant::Patched, rate, rtt);
+        t.on_completion(&P, Variant::Patched, rtt, false);
+        assert_eq!(t.rate_bps, rate);
+        assert_eq!(t.mode, Mode::Weighted as u8);
+        // Above it the rate falls, below it the rate rises.
+        let mut hi = warmed(Variant::Patched, rate, rtt + 10);
+        hi.on_completion(&P, Variant::Patched, rtt + 10, false);
+        assert!(hi.rate_bps < rate);
+        let mut lo = warmed(Variant::Patched, rate, rtt - 5);
+        lo.on_completion(&P, Variant::Patched, rtt - 5, false);
+        assert!(lo.rate_bps > rate);
+    }
+
+    #[test]
+    fn loss_halves_within_bounds() {
+        let mut t = Timely::new(&P, 1_000_000_000);
+        t.on_loss(&P);
+        assert_eq!(t.rate_bps, 500_000_000);
+        let mut t = Timely::new(&P, P.min_rate_bps());
+        t.on_loss(&P);
+        assert_eq!(t.rate_bps, P.min_rate_bps());
+    }
+
+    fn random_params(rng: &mut Rng) -> Params {
+        let t_low = rng.range(1, 100_000) as u32;
+        let max_rate = rng.range(1, u64::from(MAX_RATE_MBPS)) as u32;
+        let p = Params {
+            t_low_us: t_low,
+            t_high_us: rng.range(u64::from(t_low) + 1, u64::from(MAX_RTT_US)) as u32,
+            delta_kbps: rng.range(1, u64::from(max_rate) * 1000) as u32,
+            beta_ppm: rng.range(1, PPM) as u32,
+            alpha_ppm: rng.range(1, PPM) as u32,
+            min_rtt_us: rng.range(1, u64::from(MAX_RTT_US)) as u32,
+            hai_threshold: rng.range(1, 1000) as u32,
+            hai_factor: rng.range(1, 100) as u32,
+            min_rate_kbps: rng.range(1, u64::from(max_rate) * 1000) as u32,
+            max_rate_mbps: max_rate,
+            init_rate_mbps: rng.range(0, u64::from(max_rate)) as u32,
+            seg_bytes: rng.range(1, u64::from(MAX_SEG_BYTES)) as u32,
+            line_rate_mbps: rng.range(0, u64::from(MAX_RATE_MBPS)) as u32,
+            patched_beta_ppm: rng.range(1, PPM) as u32,
+            rtt_ref_us: rng.range(0, u64::from(MAX_RTT_US)) as u32,
+        };
+        assert_eq!(p.validate(), Ok(()));
+        p
+    }
+
+    /// Over random valid parameters and arbitrary RTT sequences (including 0 and absurd
+    /// values): no panic (overflow panics in test builds), the rate stays in bounds, and
+    /// each reaction goes the way the zone says.
+    #[test]
+    fn property_bounds_and_directions() {
+        let mut rng = Rng::new(0x7131);
+        for _ in 0..2000 {
+            let p = random_params(&mut rng);
+            for variant in [Variant::Original, Variant::Patched] {
+                let mut t = Timely::new(&p, rng.range(0, u64::MAX >> 1));
+                for _ in 0..200 {
+                    let rtt = match rng.range(0, 9) {
+                        0 => 0,
+                        1 => u32::MAX,
+                        2 => rng.range(0, u64::from(p.t_low_us)) as u32,
+                        3 => rng.range(u64::from(p.t_high_us) + 1, u64::from(MAX_RTT_US)) as u32,
+                        _ => rng.range(u64::from(p.t_low_us), u64::from(p.t_high_us)) as u32,
+                    };
+                    let app_limited = rng.range(0, 9) == 0;
+                    let before = t;
+                    t.on_completion(&p, variant, rtt, app_limited);
+                    assert!(t.rate_bps >= p.min_rate_bps() && t.rate_bps <= p.max_rate_bps());
+                    if before.prev_rtt_us == 0 {
+                        continue;
+                    }
+                    let clamped = |r: u64| r.clamp(p.min_rate_bps(), p.max_rate_bps());
+                    let rtt = rtt.clamp(1, MAX_RTT_US);
+                    if rtt < p.t_low_us {
+                        let expect = if app_limited {
+                            before.rate_bps
+                        } else {
+                            before.rate_bps + p.delta_bps()
+                        };
+                        assert_eq!(t.rate_bps, clamped(expect.max(before.rate_bps)));
+                    } else if rtt > p.t_high_us {
+                        assert!(t.rate_bps <= clamped(before.rate_bps));
+                        assert!(t.rate_bps >= clamped(before.rate_bps / 2));
+                    } else if variant == Variant::Original {
+                        if t.gradient_ppm > 0 {
+                            assert!(t.rate_bps <= clamped(before.rate_bps));
+                        } else {
+                            assert!(t.rate_bps >= clamped(before.rate_bps));
+                        }
+                    }
+                    if app_limited {
+                        assert!(t.rate_bps <= clamped(before.rate_bps));
+                    }
+                    if rng.range(0, 50) == 0 {
+                        t.on_loss(&p);
+                        assert!(t.rate_bps >= p.min_rate_bps() && t.rate_bps <= p.max_rate_bps());
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn segmenter_completes_once_per_segment() {
+        let p = Params {
+            line_rate_mbps: 1000,
+            ..P
+        };
+        let mut s = Segmenter::default();
+        s.restart(1000);
+        assert_eq!(s.on_ack(&p, 1100, 8192, Some(300)), None);
+        assert_eq!(s.on_ack(&p, 1150, 8000, None), None);
+        // 16384 bytes in 262 us; 131 us of serialization at 1 Gbit/s off the 400 us sample.
+        let c = s.on_ack(&p, 1262, 192, Some(400)).unwrap();
+        assert_eq!(
+            c,
+            Completion {
+                rtt_us: 400 - 131,
+                delivered_bps: 16384 * 8 * 1_000_000 / 262
+            }
+        );
+        assert_eq!(s.acked_bytes, 0);
+        // No RTT sample yet (only retransmissions ACKed): no completion.
+        assert_eq!(s.on_ack(&p, 2000, 20_000, None), None);
+        assert!(s.on_ack(&p, 2100, 1, Some(0)).is_some());
+    }
+
+    #[test]
+    fn segmenter_survives_short_drains_not_idle() {
+        let mut s = Segmenter::default();
+        s.restart(0);
+        s.on_ack(&P, 100, 10_000, Some(80));
+        // The pipe drained for less than T_high: the segment goes on.
+        s.on_tx_start(&P, 100 + u64::from(P.t_high_us));
+        assert_eq!(s.acked_bytes, 10_000);
+        // A real idle period starts over.
+        s.on_tx_start(&P, 101 + 2 * u64::from(P.t_high_us));
+        assert_eq!(s.acked_bytes, 0);
+        assert_eq!(s.start_us, 101 + 2 * u64::from(P.t_high_us));
+    }
+
+    #[test]
+    fn app_limited_rule_is_80_percent() {
+        assert!(is_app_limited(799, 1000));
+        assert!(!is_app_limited(800, 1000));
+        assert!(!is_app_limited(u64::MAX, u64::MAX));
+    }
+
+    #[test]
+    fn cwnd_cap_covers_t_high() {
+        // 1 Gbit/s for 520 us = 65 000 bytes = 44 packets of 1448 bytes.
+        assert_eq!(cwnd_cap_pkts(&P, 1_000_000_000, 1448), 44);
+        assert_eq!(cwnd_cap_pkts(&P, 0, 1448), MIN_CWND_PKTS);
+        assert_eq!(cwnd_cap_pkts(&P, u64::MAX, 0), u32::MAX >> 1);
+    }
+}

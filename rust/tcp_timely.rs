@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! TIMELY and patched TIMELY: rate-based congestion control from the RTT gradient.
+//!
+//! Registers two algorithms:
+//! - `timely`: Algorithm 1 of Mittal et al., "TIMELY: RTT-based Congestion Control for the
+//!   Datacenter", SIGCOMM 2015;
+//! - `timely_patched`: Algorithm 2 of Zhu et al., "ECN or Delay: Lessons Learnt from
+//!   Analysis of DCQCN and TIMELY", CoNEXT 2016, whose fixed point is unique and fair.
+//!
+//! The control law is in `core/src/timely.rs` (shared with the host tests and the model
+//! check); this file connects it to TCP:
+//! - the rate is enforced with TCP's internal pacing (`sk_pacing_rate`), so no `fq` qdisc
+//!   is needed; cwnd only caps what is in flight at the rate times `T_high + min_rtt`;
+//! - ACKs are grouped into completions of `seg_bytes`; each completion's RTT is the
+//!   kernel's microsecond sample of the ACK that completed it (invalid samples, such as
+//!   those of retransmitted data, are skipped), minus the segment's serialization time
+//!   when `line_rate_mbps` is set; the law runs once per completion;
+//! - a completion whose delivery rate was below 80% of the target (or that the stack
+//!   marked application-limited) never raises the rate;
+//! - entering fast recovery or a retransmission timeout halves the rate, once per episode.
+//!
+//! `ss -ti` shows the state in the BBR layout: `bw` is the TIMELY rate, `mrtt` the last
+//! completion's RTT, `pacing_gain` is 1 + the normalised RTT gradient, `cwnd_gain` the mode
+//! of the last update (see `Mode` in the core).
+
+use kernel::net::tcp::cong::{self, Algorithm, CaState, Event, Info, RateSample, Sock};
+use kernel::prelude::*;
+
+// The pure control laws, shared with the host tests; not every item is used here.
+#[allow(unreachable_pub, dead_code)]
+#[path = "core/src/lib.rs"]
+mod cc_core;
+
+use cc_core::timely::{self, Params, Segmenter, Timely, Variant};
+
+module! {
+    type: TimelyModule,
+    name: "tcp_timely",
+    authors: ["rfl-tcp-cc developers"],
+    description: "TIMELY and patched TIMELY congestion control",
+    license: "GPL",
+    params: {
+        t_low_us: u32 {
+            default: 50,
+            description: "RTT below which the rate grows additively (us)",
+        },
+        t_high_us: u32 {
+            default: 500,
+            description: "RTT above which the rate is cut (us), > t_low_us",
+        },
+        delta_kbps: u32 {
+            default: 10000,
+            description: "additive increase step (kbit/s)",
+        },
+        beta_ppm: u32 {
+            default: 800000,
+            description: "decrease factor, parts per million, 1..=1000000",
+        },
+        alpha_ppm: u32 {
+            default: 875000,
+            description: "EWMA weight of a new RTT difference (ppm)",
+        },
+        min_rtt_us: u32 {
+            default: 20,
+            description: "fixed propagation RTT normalising the gradient (us)",
+        },
+        hai_threshold: u32 {
+            default: 5,
+            description: "non-positive gradients before hyperactive increase",
+        },
+        hai_factor: u32 {
+            default: 5,
+            description: "hyperactive increase step, in units of delta",
+        },
+        min_rate_kbps: u32 {
+            default: 10000,
+            description: "rate floor (kbit/s)",
+        },
+        max_rate_mbps: u32 {
+            default: 10000,
+            description: "rate ceiling, the line rate (Mbit/s)",
+        },
+        init_rate_mbps: u32 {
+            default: 0,
+            description: "rate of a new flow (Mbit/s); 0: max_rate_mbps",
+        },
+        seg_bytes: u32 {
+            default: 16384,
+            description: "bytes ACKed per update (1..=65536)",
+        },
+        line_rate_mbps: u32 {
+            default: 0,
+            description: "line rate for serialization correction; 0: none",
+        },
+        patched_beta_ppm: u32 {
+            default: 8000,
+            description: "timely_patched: decrease factor (ppm)",
+        },
+        rtt_ref_us: u32 {
+            default: 0,
+            description: "timely_patched: reference RTT (us); 0: t_low_us",
+        },
+    },
+}
+
+fn params() -> Params {
+    use crate::module_parameters as m;
+    Params {
+        t_low_us: m::t_low_us.value(),
+        t_high_us: m::t_high_us.value(),
+        delta_kbps: m::delta_kbps.value(),
+        beta_ppm: m::beta_ppm.value(),
+        alpha_ppm: m::alpha_ppm.value(),
+        min_rtt_us: m::min_rtt_us.value(),
+        hai_threshold: m::hai_threshold.value(),
+        hai_factor: m::hai_factor.value(),
+        min_rate_kbps: m::min_rate_kbps.value(),
+        max_rate_mbps: m::max_rate_mbps.value(),
+        init_rate_mbps: m::init_rate_mbps.value(),
+        seg_bytes: m::seg_bytes.value(),
+        line_rate_mbps: m::line_rate_mbps.value(),
+        patched_beta_ppm: m::patched_beta_ppm.value(),
+        rtt_ref_us: m::rtt_ref_us.value(),
+    }
+}
+
+/// Per-socket state, in `icsk_ca_priv`.
+#[derive(Clone, Copy, Zeroable)]
+struct State {
+    cc: Timely,
+    seg: Segmenter,
+}
+
+/// TIMELY; `PATCHED` selects Algorithm 2 of "ECN or Delay" in the gradient zone.
+struct TimelyCc<const PATCHED: bool>;
+
+impl<const PATCHED: bool> TimelyCc<PATCHED> {
+    const VARIANT: Variant = if PATCHED {
+        Variant::Patched
+    } else {
+        Variant::Original
+    };
+
+    /// Enforces the rate: pacing at the rate, in-flight capped.
+    fn apply(sk: &mut Sock<'_>, st: &State, p: &Params) {
+        sk.set_pacing_rate_bytes_per_sec(timely::pacing_bytes_per_sec(st.cc.rate_bps));
+        sk.set_cwnd(timely::cwnd_cap_pkts(p, st.cc.rate_bps, sk.mss()));
+    }
+}
+
+fn in_loss_recovery(state: CaState) -> bool {
+    matches!(state, CaState::Recovery | CaState::Loss)
+}
+
+#[vtable]
+impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
+    const NAME: &'static CStr = if PATCHED {
+        c"timely_patched"
+    } else {
+        c"timely"
+    };
+    type Data = State;
+
+    fn init(sk: &mut Sock<'_>, st: &mut State) {
+        let p = params();
+        st.cc = Timely::new(&p, p.init_rate_bps());
+        st.seg.restart(sk.now_us());
+        sk.request_internal_pacing();
+        Self::apply(sk, st, &p);
+    }
+
+    fn cong_control(sk: &mut Sock<'_>, st: &mut State, _ack: u32, _flag: i32, rs: &RateSample) {
+        let p = params();
+        let acked_bytes = rs.acked_sacked.saturating_mul(sk.mss());
+        if let Some(c) = st.seg.on_ack(&p, sk.now_us(), acked_bytes, rs.rtt_us) {
+            let app_limited =
+                rs.is_app_limited || timely::is_app_limited(c.delivered_bps, st.cc.rate_bps);
+            st.cc.on_completion(&p, Self::VARIANT, c.rtt_us, app_limited);
+        }
+        Self::apply(sk, st, &p);
+    }
+
+    fn set_state(sk: &mut Sock<'_>, st: &mut State, new_state: CaState) {
+        if in_loss_recovery(new_state) && !in_loss_recovery(sk.ca_state()) {
+            let p = params();
+            st.cc.on_loss(&p);
+            Self::apply(sk, st, &p);
+        }
+    }
+
+    fn cwnd_event(sk: &mut Sock<'_>, st: &mut State, event: Event) {
+        if event == Event::TxStart {
+            // Back from idle: the next segment's delivery rate must not span the gap.
+            st.seg.on_tx_start(&params(), sk.now_us());
+        }
+    }
+
+    fn ssthresh(sk: &mut Sock<'_>, _st: &mut State) -> u32 {
+        // Rate-based: a loss does not change the window through ssthresh (see set_state).
+        sk.ssthresh()
+    }
+
+    fn undo_cwnd(sk: &mut Sock<'_>, _st: &mut State) -> u32 {
+        sk.cwnd()
+    }
+
+    fn get_info(_sk: &mut Sock<'_>, st: &mut State) -> Option<Info> {
+        let gain = (1_000_000i64 + i64::from(st.cc.gradient_ppm)).clamp(0, 1 << 40);
+        Some(Info::Bbr {
+            bw_bytes_per_sec: timely::pacing_bytes_per_sec(st.cc.rate_bps),
+            min_rtt_us: st.cc.last_rtt_us,
+            pacing_gain: (gain * 256 / 1_000_000).clamp(1, i64::from(u32::MAX)) as u32,
+            cwnd_gain: u32::from(st.cc.mode) * 256,
+        })
+    }
+}
+
+struct TimelyModule {
+    _timely: cong::Registration<TimelyCc<false>>,
+    _patched: cong::Registration<TimelyCc<true>>,
+}
+
+impl kernel::Module for TimelyModule {
+    fn init(module: &'static ThisModule) -> Result<Self> {
+        if let Err(e) = params().validate() {
+            pr_err!(
+                "invalid parameter {}={}: allowed range {}..={}\n",
+                e.name,
+                e.value,
+                e.min,
+                e.max
+            );
+            return Err(ERANGE);
+        }
+        Ok(TimelyModule {
+            _timely: cong::Registration::new(module)?,
+            _patched: cong::Registration::new(module)?,
+        })
+    }
+}
