@@ -14,11 +14,12 @@
 //!   is needed; cwnd only caps what is in flight at the rate times `T_high + min_rtt`;
 //! - ACKs are grouped into completions of `seg_bytes`; each completion's RTT is the
 //!   kernel's microsecond sample of the ACK that completed it (invalid samples, such as
-//!   those of retransmitted data, are skipped), minus the segment's serialization time
+//!   those of retransmitted data, and samples of delayed ACKs are skipped), minus the segment's serialization time
 //!   when `line_rate_mbps` is set; the law runs once per completion;
-//! - a completion whose delivery rate was below 80% of the target (or that the stack
-//!   marked application-limited) never raises the rate;
-//! - entering fast recovery or a retransmission timeout halves the rate, once per episode.
+//! - a completion the stack marked application-limited, and whose delivery rate was below
+//!   80% of the target, never raises the rate;
+//! - entering fast recovery or a retransmission timeout halves the rate, once per episode,
+//!   unless the last RTT showed no queue (then the loss is not congestion).
 //!
 //! `ss -ti` shows the state in the BBR layout: `bw` is the TIMELY rate, `mrtt` the last
 //! completion's RTT, `pacing_gain` is 1 + the normalised RTT gradient, `cwnd_gain` the mode
@@ -32,7 +33,7 @@ use kernel::prelude::*;
 #[path = "core/src/lib.rs"]
 mod cc_core;
 
-use cc_core::timely::{self, Params, Segmenter, Timely, Variant};
+use cc_core::timely::{self, Mode, Params, Segmenter, Timely, Variant};
 
 module! {
     type: TimelyModule,
@@ -173,10 +174,17 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
     fn cong_control(sk: &mut Sock<'_>, st: &mut State, _ack: u32, _flag: i32, rs: &RateSample) {
         let p = params();
         let acked_bytes = rs.acked_sacked.saturating_mul(sk.mss());
-        if let Some(c) = st.seg.on_ack(&p, sk.now_us(), acked_bytes, rs.rtt_us) {
+        // A delayed ACK's RTT includes the receiver's delayed-ACK timer (tens of ms), not
+        // the network: TIMELY's NIC-generated ACKs have no such delay, so skip the sample.
+        let rtt_us = if rs.is_ack_delayed { None } else { rs.rtt_us };
+        if let Some(c) = st.seg.on_ack(&p, sk.now_us(), acked_bytes, rtt_us) {
+            // The 80% rule, where the stack saw the application leave the pipe idle: a
+            // per-segment delivery rate alone is too noisy (ACK compression) to block
+            // increases on its own.
             let app_limited =
-                rs.is_app_limited || timely::is_app_limited(c.delivered_bps, st.cc.rate_bps);
-            st.cc.on_completion(&p, Self::VARIANT, c.rtt_us, app_limited);
+                rs.is_app_limited && timely::is_app_limited(c.delivered_bps, st.cc.rate_bps);
+            st.cc
+                .on_completion(&p, Self::VARIANT, c.rtt_us, app_limited);
         }
         Self::apply(sk, st, &p);
     }
@@ -237,5 +245,111 @@ impl kernel::Module for TimelyModule {
             _timely: cong::Registration::new(module)?,
             _patched: cong::Registration::new(module)?,
         })
+    }
+}
+
+#[kunit_tests(rust_timely)]
+mod tests {
+    use super::*;
+    use kernel::net::tcp::cong::{testing::TestSocket, Pacing};
+
+    const MSS: u32 = 1448;
+    /// ACKs of one 16 KB segment: 12 packets.
+    const SEG_PKTS: u32 = 12;
+
+    /// One segment's ACKs, `gap_us` apart, all with RTT sample `rtt_us`.
+    fn segment(s: &mut TestSocket, now_us: &mut u64, rtt_us: i64, delayed: bool) {
+        for _ in 0..SEG_PKTS {
+            *now_us += 10;
+            s.set_mss_and_clock(MSS, *now_us);
+            s.cong_control(1, rtt_us, false, delayed);
+        }
+    }
+
+    fn rate_bytes_per_sec(s: &mut TestSocket) -> u64 {
+        s.sock().pacing_rate_bytes_per_sec()
+    }
+
+    #[test]
+    fn init_paces_at_the_initial_rate() -> Result {
+        let mut s = TestSocket::with_algorithm::<TimelyCc<false>>()?;
+        let p = params();
+        assert_eq!(s.sock().pacing(), Pacing::Internal);
+        assert_eq!(rate_bytes_per_sec(&mut s), p.init_rate_bps() / 8);
+        assert_eq!(s.cwnd(), timely::cwnd_cap_pkts(&p, p.init_rate_bps(), MSS));
+        Ok(())
+    }
+
+    #[test]
+    fn high_rtt_completion_cuts_pacing_rate() -> Result {
+        let mut s = TestSocket::with_algorithm::<TimelyCc<false>>()?;
+        let start = rate_bytes_per_sec(&mut s);
+        let mut now = 1000;
+        // The first completion only initialises the RTT history.
+        segment(&mut s, &mut now, 1000, false);
+        assert_eq!(rate_bytes_per_sec(&mut s), start);
+        segment(&mut s, &mut now, 1000, false);
+        // T_high 500 us, RTT 1000 us: 1 - 0.8 * (1 - 0.5) = 0.6.
+        assert_eq!(rate_bytes_per_sec(&mut s), start * 6 / 10);
+        Ok(())
+    }
+
+    #[test]
+    fn delayed_ack_and_invalid_samples_are_ignored() -> Result {
+        let mut s = TestSocket::with_algorithm::<TimelyCc<false>>()?;
+        let start = rate_bytes_per_sec(&mut s);
+        let mut now = 1000;
+        for _ in 0..4 {
+            segment(&mut s, &mut now, 5000, true);
+            segment(&mut s, &mut now, -1, false);
+        }
+        assert_eq!(rate_bytes_per_sec(&mut s), start);
+        Ok(())
+    }
+
+    #[test]
+    fn loss_halves_once_per_episode_when_queued() -> Result {
+        let mut s = TestSocket::with_algorithm::<TimelyCc<false>>()?;
+        let start = rate_bytes_per_sec(&mut s);
+        // No RTT sample yet: a loss counts as congestion.
+        s.set_ca_state(CaState::Recovery);
+        assert_eq!(rate_bytes_per_sec(&mut s), start / 2);
+        s.set_ca_state(CaState::Loss);
+        assert_eq!(rate_bytes_per_sec(&mut s), start / 2);
+        s.set_ca_state(CaState::Open);
+        // RTT 30 us < T_low: no queue, so the next loss is not congestion.
+        let mut now = 1000;
+        segment(&mut s, &mut now, 30, false);
+        let before = rate_bytes_per_sec(&mut s);
+        s.set_ca_state(CaState::Recovery);
+        assert_eq!(rate_bytes_per_sec(&mut s), before);
+        Ok(())
+    }
+
+    #[test]
+    fn patched_variant_uses_the_weighted_law() -> Result {
+        let mut s = TestSocket::with_algorithm::<TimelyCc<true>>()?;
+        let start = rate_bytes_per_sec(&mut s);
+        let mut now = 1000;
+        segment(&mut s, &mut now, 200, false);
+        segment(&mut s, &mut now, 200, false);
+        // Gradient 0 (w = 1/2), error (200 - 50) / 50 = 3: rate * (1 - 0.008 * 0.5 * 3)
+        // + delta / 2, in bytes per second.
+        let expect = start * 988 / 1000 + 10_000_000 / 2 / 8;
+        assert_eq!(rate_bytes_per_sec(&mut s), expect);
+        let (attr, info) = s.get_info().ok_or(EINVAL)?;
+        assert_eq!(attr, kernel::bindings::INET_DIAG_BBRINFO);
+        let word = |i: usize| {
+            u32::from_ne_bytes([
+                info[4 * i],
+                info[4 * i + 1],
+                info[4 * i + 2],
+                info[4 * i + 3],
+            ])
+        };
+        assert_eq!(u64::from(word(0)) | (u64::from(word(1)) << 32), expect);
+        assert_eq!(word(2), 200);
+        assert_eq!(word(4), Mode::Weighted as u32 * 256);
+        Ok(())
     }
 }

@@ -9,10 +9,15 @@ set -uo pipefail
 source "$(dirname "$0")/config.sh"
 cd "$PROJECT_ROOT"
 
-# Module file, algorithm name(s) it registers, KUnit suite(s) it carries.
+# Per module: file | algorithms it registers | its KUnit suites | insmod parameters for the
+# selftests' 100 Mbit/s, 500 us dumbbell (TIMELY: the papers' constants scaled by
+# C_paper / C = 100, the spec's rule, so delta/C, Seg/(C T_low) and T_high/T_low hold).
+TIMELY_100M="t_low_us=5000 t_high_us=50000 delta_kbps=100 min_rtt_us=2000 min_rate_kbps=100 max_rate_mbps=100"
 MODULES=(
-	"rust/tcp_rust_reno.ko rust_reno rust_reno"
+	"rust/tcp_rust_reno.ko|rust_reno|rust_reno|"
+	"rust/tcp_timely.ko|timely timely_patched|rust_timely|$TIMELY_100M"
 )
+field() { cut -d'|' -f"$2" <<<"$1"; }
 BUILTIN_KUNIT_SUITES=(rust_tcp_cong)
 
 passed=0 failed=0
@@ -44,7 +49,7 @@ fi
 
 echo "== KUnit in UML"
 kos=()
-for m in "${MODULES[@]}"; do set -- $m; kos+=("$1"); done
+for m in "${MODULES[@]}"; do kos+=("$(field "$m" 1)"); done
 cat > "$work/kunit.sh" <<EOS
 for ko in ${kos[*]}; do insmod "\$ko" || echo "insmod \$ko failed" >&2; rmmod "\$(basename "\$ko" .ko)"; done
 dmesg > "$work/kunit.dmesg"
@@ -53,7 +58,7 @@ tools/uml-run.sh --timeout 300 --kunit 'rust_*' -- bash "$work/kunit.sh" > "$wor
 	|| { cat "$work/kunit.console"; fail "KUnit boot (status $?)"; }
 sed -E 's/^\[[ 0-9.]+\] //' "$work/kunit.dmesg" 2>/dev/null > "$work/kunit.ktap"
 expected=("${BUILTIN_KUNIT_SUITES[@]}")
-for m in "${MODULES[@]}"; do set -- $m; shift 2; expected+=("$@"); done
+for m in "${MODULES[@]}"; do expected+=($(field "$m" 3)); done
 for suite in "${expected[@]}"; do
 	awk -v s="$suite" '$0 ~ "# Subtest: " s "$" {on = 1; next} on && /^    (not )?ok / {print} on && /^(not )?ok / {exit}' \
 		"$work/kunit.ktap" > "$work/suite.$suite"
@@ -66,16 +71,17 @@ done
 
 echo "== netns selftests in UML"
 for m in "${MODULES[@]}"; do
-	set -- $m; ko=$1; shift
-	[ "$#" -ge 1 ] || continue
-	algo=$1
-	log=$work/selftest.$algo.log
-	tools/uml-run.sh --timeout 300 -- selftests/tcp_cc_module.sh "$ko" "$algo" > "$log" 2>&1
-	status=$?
-	grep -E '^# ' "$log" | grep -v '^# totals' | sed 's/^/  /'
-	count_tap "$log" "" "selftest $algo: "
-	grep -q '^1\.\.' "$log" || fail "selftest $algo: no TAP plan (guest status $status)"
-	[ "$status" = 0 ] || [ "$status" = 1 ] || fail "selftest $algo: guest ended with status $status"
+	ko=$(field "$m" 1) params=$(field "$m" 4)
+	for algo in $(field "$m" 2); do
+		log=$work/selftest.$algo.log
+		# shellcheck disable=SC2086 # params is a list of PARAM=VALUE words
+		tools/uml-run.sh --timeout 300 -- selftests/tcp_cc_module.sh "$ko" "$algo" $params > "$log" 2>&1
+		status=$?
+		grep -E '^# ' "$log" | grep -v '^# totals' | sed 's/^/  /'
+		count_tap "$log" "" "selftest $algo: "
+		grep -q '^1\.\.' "$log" || fail "selftest $algo: no TAP plan (guest status $status)"
+		[ "$status" = 0 ] || [ "$status" = 1 ] || fail "selftest $algo: guest ended with status $status"
+	done
 done
 
 echo "$passed passed, $failed failed"

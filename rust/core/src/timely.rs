@@ -32,8 +32,8 @@
 //!   by any other outcome; it never applies in the `T_low` zone (as the paper states);
 //! - application-limited completions (the application sent less than 80% of the target
 //!   rate) may decrease but never increase the rate;
-//! - loss, which both papers assume away, halves the rate once per recovery episode
-//!   (see [`Timely::on_loss`]).
+//! - loss, which both papers assume away, halves the rate once per recovery episode when
+//!   the RTT showed a queue, and is ignored when it did not (see [`Timely::on_loss`]).
 
 use super::fixed::{mul_div, PPM};
 
@@ -315,10 +315,16 @@ impl Timely {
         }
     }
 
-    /// A loss episode began (fast recovery or timeout): halve the rate, once per episode.
-    /// Both papers assume a lossless network; halving is the classic response and keeps
-    /// a flow that overflowed a shallow buffer from doing it again at once.
+    /// A loss episode began (fast recovery or timeout). Both papers assume a lossless
+    /// network. A loss while the last RTT showed a queue (at or above `T_low`, or before
+    /// any sample) is taken as a buffer overflow: halve the rate, once per episode, so the
+    /// flow does not overflow the buffer again at once. A loss while the RTT shows no queue
+    /// is not congestion (corruption, a policer elsewhere): the delay signal already says
+    /// the rate is right, so it is left alone.
     pub fn on_loss(&mut self, p: &Params) {
+        if self.last_rtt_us != 0 && self.last_rtt_us < p.t_low_us {
+            return;
+        }
         self.rate_bps =
             decrease(self.rate_bps, MAX_CUT_PPM).clamp(p.min_rate_bps(), p.max_rate_bps());
         self.neg_gradients = 0;
@@ -390,7 +396,7 @@ pub struct Completion {
 pub struct Segmenter {
     /// Bytes ACKed in the current segment.
     pub acked_bytes: u32,
-    /// Latest valid RTT sample in the current segment; 0 if none yet.
+    /// Smallest valid RTT sample in the current segment; 0 if none yet.
     pub rtt_us: u32,
     /// When the current segment began.
     pub start_us: u64,
@@ -421,6 +427,12 @@ impl Segmenter {
     /// An ACK for `acked_bytes`, with the RTT sample it produced, if any (the kernel has
     /// none for retransmitted data). Returns the completion when the segment is full and
     /// has an RTT sample.
+    ///
+    /// The completion's RTT is the smallest sample of the segment. TIMELY timestamps one
+    /// NIC-generated ACK per segment; Linux gives a sample per ACK, and some include the
+    /// receiver's delayed-ACK wait or a scheduling hiccup (milliseconds). The minimum over
+    /// the segment drops those while still rising with the bottleneck queue, which delays
+    /// every packet of the segment.
     pub fn on_ack(
         &mut self,
         p: &Params,
@@ -429,7 +441,12 @@ impl Segmenter {
         rtt_us: Option<u32>,
     ) -> Option<Completion> {
         if let Some(rtt) = rtt_us {
-            self.rtt_us = rtt.clamp(1, MAX_RTT_US);
+            let rtt = rtt.clamp(1, MAX_RTT_US);
+            self.rtt_us = if self.rtt_us == 0 {
+                rtt
+            } else {
+                self.rtt_us.min(rtt)
+            };
         }
         self.last_ack_us = now_us;
         self.acked_bytes = self.acked_bytes.saturating_add(acked_bytes);
@@ -612,6 +629,16 @@ mod tests {
     }
 
     #[test]
+    fn loss_without_queue_is_ignored() {
+        let mut t = warmed(Variant::Original, 1_000_000_000, 30);
+        t.on_loss(&P);
+        assert_eq!(t.rate_bps, 1_000_000_000);
+        let mut t = warmed(Variant::Original, 1_000_000_000, 60);
+        t.on_loss(&P);
+        assert_eq!(t.rate_bps, 500_000_000);
+    }
+
+    #[test]
     fn loss_halves_within_bounds() {
         let mut t = Timely::new(&P, 1_000_000_000);
         t.on_loss(&P);
@@ -711,12 +738,13 @@ mod tests {
         s.restart(1000);
         assert_eq!(s.on_ack(&p, 1100, 8192, Some(300)), None);
         assert_eq!(s.on_ack(&p, 1150, 8000, None), None);
-        // 16384 bytes in 262 us; 131 us of serialization at 1 Gbit/s off the 400 us sample.
+        // 16384 bytes in 262 us; the smallest sample (300 us, not 400) less 131 us of
+        // serialization at 1 Gbit/s.
         let c = s.on_ack(&p, 1262, 192, Some(400)).unwrap();
         assert_eq!(
             c,
             Completion {
-                rtt_us: 400 - 131,
+                rtt_us: 300 - 131,
                 delivered_bps: 16384 * 8 * 1_000_000 / 262
             }
         );
