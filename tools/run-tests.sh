@@ -9,13 +9,14 @@ set -uo pipefail
 source "$(dirname "$0")/config.sh"
 cd "$PROJECT_ROOT"
 
-# Per module: file | algorithms it registers | its KUnit suites | insmod parameters for the
-# selftests' 100 Mbit/s, 500 us dumbbell (TIMELY: the papers' constants scaled by
+# Per module: file | algorithms it registers | its KUnit suites | insmod parameters |
+# its own selftest (run besides tcp_cc_module.sh, which runs per algorithm). Parameters suit
+# the selftests' 100 Mbit/s, 500 us dumbbell (TIMELY: the papers' constants scaled by
 # C_paper / C = 100, the spec's rule, so delta/C, Seg/(C T_low) and T_high/T_low hold).
 TIMELY_100M="t_low_us=5000 t_high_us=50000 delta_kbps=100 min_rtt_us=2000 min_rate_kbps=100 max_rate_mbps=100"
 MODULES=(
-	"rust/tcp_rust_reno.ko|rust_reno|rust_reno|"
-	"rust/tcp_timely.ko|timely timely_patched|rust_timely|$TIMELY_100M"
+	"rust/tcp_rust_reno.ko|rust_reno|rust_reno||"
+	"rust/tcp_timely.ko|timely timely_patched|rust_timely|$TIMELY_100M|selftests/tcp_timely.sh"
 )
 field() { cut -d'|' -f"$2" <<<"$1"; }
 BUILTIN_KUNIT_SUITES=(rust_tcp_cong)
@@ -82,6 +83,17 @@ for m in "${MODULES[@]}"; do
 		grep -q '^1\.\.' "$log" || fail "selftest $algo: no TAP plan (guest status $status)"
 		[ "$status" = 0 ] || [ "$status" = 1 ] || fail "selftest $algo: guest ended with status $status"
 	done
+	own=$(field "$m" 5)
+	[ -n "$own" ] || continue
+	name=$(basename "$own" .sh)
+	log=$work/selftest.$name.log
+	# shellcheck disable=SC2086
+	tools/uml-run.sh --timeout 300 -- "$own" "$ko" $params > "$log" 2>&1
+	status=$?
+	grep -E '^# ' "$log" | grep -v '^# totals' | sed 's/^/  /'
+	count_tap "$log" "" "selftest $name: "
+	grep -q '^1\.\.' "$log" || fail "selftest $name: no TAP plan (guest status $status)"
+	[ "$status" = 0 ] || [ "$status" = 1 ] || fail "selftest $name: guest ended with status $status"
 done
 
 echo "$passed passed, $failed failed"

@@ -1,0 +1,89 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# TIMELY-specific behaviour, in the UML guest:
+# - invalid module parameters fail the load with a message naming the parameter and range;
+# - timely and timely_patched each carry 4 flows through a shaped bottleneck;
+# - every flow is paced at the controller's rate (ss: pacing_rate equals the reported rate)
+#   and the controller is live (the rate changes while the flows run);
+# - ss -ti shows the controller's state.
+#
+#   tcp_timely.sh MODULE.ko [PARAM=VALUE...]
+set -u
+ko=$1; shift
+mod_params=("$@")
+source "$(dirname "$0")/lib.sh"
+RATE_MBIT=100 DELAY_US=500 QUEUE_PKTS=500 FLOWS=4 SECONDS_PER_RUN=4
+out=$(mktemp -d /run/selftest.XXXXXX)
+trap 'ns_cleanup; rm -rf "$out"' EXIT
+
+ktap_plan 14
+dmesg -C
+
+# rejects NAME PARAM=VALUE...: insmod must fail, and dmesg must name NAME and its range.
+rejects() {
+	local param=$1; shift
+	if insmod "$ko" "$@" 2>/dev/null; then rmmod "$(basename "$ko" .ko)"; echo "loaded with $*"; return 1; fi
+	dmesg | grep -q "invalid parameter $param=.*allowed range" || { echo "no message naming $param"; dmesg | tail -3; return 1; }
+}
+check "rejects t_high_us <= t_low_us" rejects t_high_us t_low_us=600 t_high_us=500
+check "rejects beta_ppm=0" rejects beta_ppm beta_ppm=0
+check "rejects beta_ppm above 1000000" rejects beta_ppm beta_ppm=1000001
+check "rejects seg_bytes=0" rejects seg_bytes seg_bytes=0
+check "rejects seg_bytes above 64 KB" rejects seg_bytes seg_bytes=65537
+check "rejects max_rate_mbps=0" rejects max_rate_mbps max_rate_mbps=0
+check "insmod with the testbed parameters" insmod "$ko" "${mod_params[@]}"
+
+setup_dumbbell $RATE_MBIT $DELAY_US $QUEUE_PKTS && start_iperf_server || diag "dumbbell setup failed"
+
+# Samples `ss -ti` of the bulk flows every 100 ms into $out/ss.$algo while iperf3 runs.
+run_flows() {
+	local algo=$1
+	ip netns exec $NS_CLI timeout 30 iperf3 -c $SRV_ADDR -J -P $FLOWS -t $SECONDS_PER_RUN \
+		-C "$algo" > "$out/$algo.json" 2>&1 &
+	local pid=$!
+	while kill -0 $pid 2>/dev/null; do
+		ip netns exec $NS_CLI ss -tinH state established dst $SRV_ADDR 2>/dev/null |
+			awk 'NR % 2 == 0' | grep "bytes_acked:[0-9]\{6,\}" >> "$out/ss.$algo"
+		sleep 0.1
+	done
+	wait $pid
+}
+
+for algo in timely timely_patched; do
+	run_flows $algo
+	# Progress, not performance (the bench measures that): every flow moves data and
+	# together they get at least a tenth of the link.
+	flows_progress() {
+		python3 - "$out/$algo.json" $((RATE_MBIT * 100000)) <<'PY'
+import json, sys
+end = json.load(open(sys.argv[1]))["end"]
+per_flow = [s["receiver"]["bytes"] for s in end["streams"]]
+total = end["sum_received"]["bits_per_second"]
+print("per-flow MB:", [round(b / 1e6, 1) for b in per_flow], "total Mbit/s:", round(total / 1e6, 1))
+sys.exit(0 if min(per_flow) > 100_000 and total >= int(sys.argv[2]) else 1)
+PY
+	}
+	check "$algo: each of $FLOWS flows makes progress, >= 10% of the link together" flows_progress
+	diag "$algo: $(flows_progress 2>&1)"
+	paced() { # every sample: pacing_rate equals the controller's rate (bw)
+		[ -s "$out/ss.$algo" ] || { echo "no ss samples"; return 1; }
+		awk '{ bw = ""; pr = "";
+		       for (i = 1; i <= NF; i++) {
+			       if ($i ~ /^bbr:\(bw:/) { bw = $i; sub(/^bbr:\(bw:/, "", bw); sub(/,.*/, "", bw) }
+			       if ($i == "pacing_rate") pr = $(i + 1)
+		       }
+		       n++; if (bw == "" || bw != pr) { bad++; print "sample " n ": bw " bw " pacing_rate " pr } }
+		     END { if (n == 0 || bad > 0) exit 1 }' "$out/ss.$algo"
+	}
+	check "$algo: every flow paced at the controller's rate (ss pacing_rate == rate)" paced
+	live() { # the rate took several values during the run
+		local n
+		n=$(grep -o 'bbr:(bw:[^,]*' "$out/ss.$algo" | sort -u | wc -l)
+		[ "$n" -ge 3 ] || { echo "only $n distinct rates"; return 1; }
+	}
+	check "$algo: controller is live (rate changes during the run)" live
+	diag "$algo ss sample: $(grep -o 'bbr:([^)]*)' "$out/ss.$algo" | tail -1)"
+done
+check "ss -ti shows rate, last RTT, gradient and mode" \
+	grep -q 'bbr:(bw:[0-9.]*[KMG]\?bps,mrtt:[0-9.]*,pacing_gain:[0-9.e+-]*,cwnd_gain:[0-9]' "$out/ss.timely"
+ktap_finish
