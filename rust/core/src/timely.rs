@@ -390,7 +390,10 @@ pub struct Completion {
     pub delivered_bps: u64,
 }
 
-/// Turns the stream of ACKs into completions of `seg_bytes` each (24 bytes).
+/// Segments whose minimum RTTs are kept: the largest TSO burst (64 KB) in 16 KB segments.
+pub const RTT_WINDOW_SEGS: usize = 4;
+
+/// Turns the stream of ACKs into completions of `seg_bytes` each (44 bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(MODULE, derive(pin_init::Zeroable))]
 pub struct Segmenter {
@@ -402,6 +405,10 @@ pub struct Segmenter {
     pub start_us: u64,
     /// When the last ACK arrived.
     pub last_ack_us: u64,
+    /// Minimum RTT of each of the last segments (ring; 0: empty slot).
+    pub recent_min_us: [u32; RTT_WINDOW_SEGS],
+    /// Next slot of `recent_min_us` to fill.
+    pub recent_next: u32,
 }
 
 impl Segmenter {
@@ -428,11 +435,15 @@ impl Segmenter {
     /// none for retransmitted data). Returns the completion when the segment is full and
     /// has an RTT sample.
     ///
-    /// The completion's RTT is the smallest sample of the segment. TIMELY timestamps one
-    /// NIC-generated ACK per segment; Linux gives a sample per ACK, and some include the
-    /// receiver's delayed-ACK wait or a scheduling hiccup (milliseconds). The minimum over
-    /// the segment drops those while still rising with the bottleneck queue, which delays
-    /// every packet of the segment.
+    /// The completion's RTT is the smallest sample of the last 64 KB of ACKs (the last
+    /// `64 KB / seg_bytes` segments, at least this one). TIMELY timestamps one NIC-generated
+    /// ACK per segment, and subtracts the segment's own serialization; Linux gives a sample
+    /// per ACK, and sends TSO bursts of up to 64 KB back to back, so the samples of one burst
+    /// climb by its own serialization at the bottleneck (hundreds of microseconds at
+    /// 1 Gbit/s), and some include the receiver's delayed-ACK wait or a scheduling hiccup.
+    /// The minimum over a window as large as the largest burst is the RTT of a burst's
+    /// first packet: it drops self-queueing and those outliers, and still rises with a
+    /// standing queue at the bottleneck, which delays every packet.
     pub fn on_ack(
         &mut self,
         p: &Params,
@@ -460,8 +471,21 @@ impl Segmenter {
             0 => 0,
             line => p.seg_bytes.saturating_mul(8) / line,
         };
-        let rtt_us = self.rtt_us.saturating_sub(serialization_us).max(1);
-        self.restart(now_us);
+        // Burst-head RTT: the minimum over the last 64 KB (at least one segment).
+        let slots = (MAX_SEG_BYTES / p.seg_bytes.max(1)).clamp(1, RTT_WINDOW_SEGS as u32) as usize;
+        let slot = self.recent_next as usize % slots;
+        self.recent_min_us[slot] = self.rtt_us;
+        self.recent_next = ((slot + 1) % slots) as u32;
+        let window_min_us = self.recent_min_us[..slots]
+            .iter()
+            .filter(|&&r| r != 0)
+            .min()
+            .copied()
+            .unwrap_or(self.rtt_us);
+        let rtt_us = window_min_us.saturating_sub(serialization_us).max(1);
+        self.acked_bytes = 0;
+        self.rtt_us = 0;
+        self.start_us = now_us;
         Some(Completion {
             rtt_us,
             delivered_bps,
@@ -752,6 +776,34 @@ mod tests {
         // No RTT sample yet (only retransmissions ACKed): no completion.
         assert_eq!(s.on_ack(&p, 2000, 20_000, None), None);
         assert!(s.on_ack(&p, 2100, 1, Some(0)).is_some());
+    }
+
+    #[test]
+    fn segmenter_reports_the_minimum_over_64_kb() {
+        let mut s = Segmenter::default();
+        s.restart(0);
+        let mut now = 0;
+        let mut complete = |s: &mut Segmenter, rtt| {
+            now += 100;
+            s.on_ack(&P, now, P.seg_bytes, Some(rtt)).unwrap().rtt_us
+        };
+        // A burst's head segment sees 200 us, its tail segments its own queue.
+        assert_eq!(complete(&mut s, 200), 200);
+        assert_eq!(complete(&mut s, 450), 200);
+        assert_eq!(complete(&mut s, 520), 200);
+        assert_eq!(complete(&mut s, 600), 200);
+        // Four segments (64 KB) later the 200 us sample has left the window.
+        assert_eq!(complete(&mut s, 700), 450);
+        assert_eq!(complete(&mut s, 300), 300);
+        // With 64 KB segments the window is the segment itself.
+        let p = Params {
+            seg_bytes: 65_536,
+            ..P
+        };
+        let mut s = Segmenter::default();
+        s.restart(0);
+        assert_eq!(s.on_ack(&p, 10, 65_536, Some(200)).unwrap().rtt_us, 200);
+        assert_eq!(s.on_ack(&p, 20, 65_536, Some(900)).unwrap().rtt_us, 900);
     }
 
     #[test]
