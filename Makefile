@@ -4,6 +4,7 @@
 #   make          build the Rust congestion control modules against it
 #   make demo     setup, build, boot, and compare our controllers with cubic and dctcp
 #   make test     every test: host cargo tests, KUnit in UML, netns selftests in UML
+#   make bench    the scenario matrix on simulated time, then results/BENCH.md
 #   make check    rustfmt, clippy (CLIPPY=1) and checkpatch on the patch series
 
 SHELL := /bin/bash
@@ -17,7 +18,7 @@ KMAKE = $(MAKE) -C $(KDIR) ARCH=um RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc
 # fails to load ("Unknown rela relocation: 9"). Build module Rust code non-PIC, large model.
 MODULE_RUSTFLAGS = -Ccode-model=large -Crelocation-model=static
 
-.PHONY: all modules setup demo test check clean
+.PHONY: all modules setup demo test check bench clean
 all: modules
 
 modules:
@@ -32,6 +33,10 @@ demo: setup modules
 
 test: setup modules
 	tools/run-tests.sh
+
+bench: setup modules
+	tools/bench.py run $(SCENARIOS)
+	tools/bench.py report
 
 # checkpatch runs outside any git work tree: inside one it reads the series as plain files.
 check:

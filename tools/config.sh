@@ -22,5 +22,10 @@ export LIBCLANG_PATH=/usr/lib/llvm-19/lib
 KMAKE=(make -C "$KERNEL_TREE" ARCH=um "RUSTC=$RUSTC" "BINDGEN=$BINDGEN"
        "RUST_LIB_SRC=$RUST_LIB_SRC" "HOSTRUSTC=$RUSTC" CLIPPY_DRIVER=/usr/bin/clippy-driver)
 
+# TIMELY's constants for a testbed: the papers' values (10 Gbit/s) scaled by
+# C_paper / C, the spec's rule, so that delta/C, Seg/(C T_low) and T_high/T_low hold.
+TIMELY_PARAMS_1G="t_low_us=500 t_high_us=5000 delta_kbps=1000 min_rtt_us=200 min_rate_kbps=1000 max_rate_mbps=1000"
+TIMELY_PARAMS_100M="t_low_us=5000 t_high_us=50000 delta_kbps=100 min_rtt_us=2000 min_rate_kbps=100 max_rate_mbps=100"
+
 die() { echo "error: $*" >&2; exit 1; }
 step() { echo "==> $*"; }

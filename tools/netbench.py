@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Compare congestion controls through one bottleneck, inside the UML guest.
+"""Run congestion controls through one bottleneck, inside the UML guest.
 
-For each algorithm: build the three-namespace dumbbell of selftests/lib.sh (drop-tail FIFO,
-or RED step marking at K packets for ECN algorithms such as dctcp), run N parallel iperf3
-flows from cli to srv, sample every flow's smoothed RTT with `ss -ti` every 10 ms, and
-report throughput, utilization, RTT p50/p99, retransmits and Jain's fairness index.
+Builds the three-namespace dumbbell of selftests/lib.sh (cli -> rtr -> srv; the bottleneck
+is rtr's egress: an htb at the scenario's rate with a drop-tail FIFO, or RED step ECN
+marking at K packets for ECN algorithms such as dctcp; GSO/TSO/GRO off so the queue counts
+packets), starts one iperf3 flow per scheduled flow, and while they run samples every
+10 ms: each flow's RTT, cwnd and pacing rate (`ss -ti`) and the bottleneck backlog
+(`tc -s qdisc`). Writes everything, with summary metrics, as JSON.
 
-    netbench.py --algos rust_reno,cubic,dctcp --rate-mbit 100 --delay-us 500 \
-                --queue-pkts 100 --ecn-k-pkts 20 --flows 4 --seconds 5 [--json out.json]
+Two ways to call it:
+    netbench.py --scenario tools/bench/scenarios/x.json --algo timely --json out.json
+    netbench.py --algos rust_reno,cubic,dctcp --rate-mbit 100 --flows 4 --seconds 5
+The second (used by `make demo`) prints a table.
 """
 import argparse
 import json
@@ -22,7 +26,11 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIB = os.path.join(ROOT, "selftests", "lib.sh")
 SRV = "10.10.2.2"
+BASE_PORT = 5201
 ECN_ALGOS = {"dctcp"}
+SAMPLE_S = 0.01
+# Goodput capacity of the bottleneck: TCP payload per Ethernet frame (timestamps on).
+PAYLOAD_PER_FRAME = 1448 / 1514
 
 
 def sh(cmd, check=True, **kw):
@@ -47,66 +55,233 @@ def jain(xs):
     return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
 
 
-RTT_RE = re.compile(r"\brtt:([0-9.]+)/")
-BYTES_RE = re.compile(r"\bbytes_sent:(\d+)")
+def expand_flows(sc):
+    """The scenario's flow groups as a list of (start_s, stop_s)."""
+    flows = []
+    for g in sc["flows"]:
+        flows += [(g.get("start_s", 0.0), g["stop_s"])] * g.get("count", 1)
+    return flows
 
 
-def sample_rtts(stop, out):
-    """Smoothed RTT (us) of every bulk flow, every 10 ms, until stop is set."""
-    while not stop.is_set():
-        r = sh(f"ip netns exec cli ss -tinH state established dst {SRV}", check=False)
-        lines = r.stdout.splitlines()
-        for info in lines[1::2]:
-            b = BYTES_RE.search(info)
-            m = RTT_RE.search(info)
-            # Skip iperf3's control connection, which carries a few hundred bytes.
-            if m and b and int(b.group(1)) > 1_000_000:
-                out.append(float(m.group(1)) * 1000)
-        time.sleep(0.01)
+SS_FLOW = re.compile(r":(\d+)\s*$")
+FIELDS = {
+    "rtt_us": (re.compile(r"\brtt:([0-9.]+)/"), lambda v: float(v) * 1000),
+    "cwnd": (re.compile(r"\bcwnd:(\d+)"), int),
+    "pacing_bps": (re.compile(r"\bpacing_rate (\d+)bps"), int),
+    "bytes_acked": (re.compile(r"\bbytes_acked:(\d+)"), int),
+}
+BACKLOG = re.compile(r"qdisc (pfifo|red) 10:.*?backlog \S+ (\d+)p", re.S)
 
 
-def run_one(algo, a):
-    ecn_k = a.ecn_k_pkts if algo in ECN_ALGOS else ""
-    lib(f"setup_dumbbell {a.rate_mbit} {a.delay_us} {a.queue_pkts} {ecn_k} && start_iperf_server")
-    rtts, stop = [], threading.Event()
-    t = threading.Thread(target=sample_rtts, args=(stop, rtts))
-    t.start()
-    r = sh(f"ip netns exec cli timeout {a.seconds + 30} iperf3 -c {SRV} -J -t {a.seconds} "
-           f"-P {a.flows} -C {algo} --omit 1", check=False)
-    stop.set()
-    t.join()
-    res = {"algo": algo, "flows": a.flows, "ok": False}
-    try:
-        d = json.loads(r.stdout)
-        end = d["end"]
-        mbps = end["sum_received"]["bits_per_second"] / 1e6
-        per_flow = [s["receiver"]["bits_per_second"] / 1e6 for s in end["streams"]]
-        res.update(ok=True,
-                   cc=end.get("sender_tcp_congestion", "?"),
-                   mbps=round(mbps, 1),
-                   util_pct=round(100 * mbps / a.rate_mbit, 1),
-                   rtt_p50_us=percentile(rtts, 50),
-                   rtt_p99_us=percentile(rtts, 99),
-                   rtt_samples=len(rtts),
-                   retransmits=end["sum_sent"].get("retransmits"),
-                   jain=round(jain(per_flow), 3) if jain(per_flow) else None,
-                   per_flow_mbps=[round(x, 1) for x in per_flow])
-        if res["cc"] != algo:
-            res.update(ok=False, error=f"flows used {res['cc']}, not {algo}")
-    except (ValueError, KeyError) as e:
-        res["error"] = f"iperf3 failed: {e}: {r.stdout[-300:]} {r.stderr[-300:]}"
+class Sampler(threading.Thread):
+    """Samples flows (ss) and the bottleneck queue (tc) every SAMPLE_S until stopped."""
+
+    def __init__(self, t0):
+        super().__init__()
+        self.t0, self.stop, self.flows, self.queue = t0, threading.Event(), [], []
+
+    def run(self):
+        while not self.stop.is_set():
+            t = round(time.monotonic() - self.t0, 3)
+            r = sh(f"ip netns exec cli ss -tinH state established dst {SRV}", check=False)
+            lines = r.stdout.splitlines()
+            for head, info in zip(lines[0::2], lines[1::2]):
+                m = SS_FLOW.search(head.strip())
+                if not m:
+                    continue
+                port = int(m.group(1))
+                s = {"t": t, "flow": port - BASE_PORT}
+                for k, (rx, conv) in FIELDS.items():
+                    v = rx.search(info)
+                    s[k] = conv(v.group(1)) if v else None
+                # iperf3's control connection shares the port; it carries a few bytes.
+                if (s["bytes_acked"] or 0) > 100_000:
+                    self.flows.append(s)
+            q = sh("tc -n rtr -s qdisc show dev r1", check=False).stdout
+            m = BACKLOG.search(q)
+            if m:
+                self.queue.append({"t": t, "pkts": int(m.group(2))})
+            self.stop.wait(SAMPLE_S)
+
+
+def run_scenario(sc, algo, log=print):
+    ecn_k = sc.get("ecn_k_pkts", "") if algo in ECN_ALGOS else ""
+    flows = expand_flows(sc)
+    lib(f"setup_dumbbell {sc['rate_mbit']} {sc['delay_us']} {sc['queue_pkts']} {ecn_k}")
+    for i in range(1 if len(set(flows)) == 1 else len(flows)):
+        sh(f"ip netns exec srv iperf3 -s -D -1 -p {BASE_PORT + i}")
+    time.sleep(0.2)
+    idle_rtt = sh(f"ip netns exec cli ping -c 3 -i 0.05 -q {SRV}", check=False).stdout
+    m = re.search(r"= ([0-9.]+)/", idle_rtt)
+    res = {"algo": algo, "scenario": sc.get("name"), "n_flows": len(flows),
+           "idle_rtt_us": float(m.group(1)) * 1000 if m else None, "ok": False}
+
+    t0 = time.monotonic()
+    sampler = Sampler(t0)
+    sampler.start()
+    procs, outs = [], []
+
+    def start_flow(i, start, stop):
+        delay = start - (time.monotonic() - t0)
+        if delay > 0:
+            time.sleep(delay)
+        dur = max(1, round(stop - start))
+        p = subprocess.Popen(
+            ["ip", "netns", "exec", "cli", "timeout", str(int(dur + 30)), "iperf3", "-c", SRV,
+             "-p", str(BASE_PORT + i), "-t", str(stop - start), "-C", algo, "-J"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        procs.append((i, start, p))
+
+    uniform = len(set(flows)) == 1
+    if uniform:
+        # One flow set for the whole run: one iperf3 with parallel streams, so that all
+        # start together even where process start-up is slow (the guest's normal clock).
+        start, stop = flows[0]
+        out = sh(f"ip netns exec cli timeout {int(stop + 30)} iperf3 -c {SRV} -p {BASE_PORT} "
+                 f"-t {stop - start} -P {len(flows)} -C {algo} -J", check=False).stdout
+        try:
+            end = json.loads(out)["end"]
+            cc = end.get("sender_tcp_congestion")
+            per_flow = [{"start_s": start, "stop_s": stop, "cc": cc,
+                         "mbps": st["receiver"]["bits_per_second"] / 1e6,
+                         "bytes": st["receiver"]["bytes"],
+                         "retransmits": st["sender"].get("retransmits", 0)}
+                        for st in end["streams"]]
+        except (ValueError, KeyError) as e:
+            per_flow = [{"error": f"iperf3: {e}: {out[-200:]}"}]
+    else:
+        starters = [threading.Thread(target=start_flow, args=(i, a, b))
+                    for i, (a, b) in enumerate(flows)]
+        for s in starters:
+            s.start()
+        for s in starters:
+            s.join()
+        per_flow = [None] * len(flows)
+        for i, start, p in procs:
+            out, _ = p.communicate()
+            try:
+                end = json.loads(out)["end"]
+                per_flow[i] = {
+                    "start_s": start, "stop_s": flows[i][1],
+                    "cc": end.get("sender_tcp_congestion"),
+                    "mbps": end["sum_received"]["bits_per_second"] / 1e6,
+                    "bytes": end["sum_received"]["bytes"],
+                    "retransmits": end["sum_sent"].get("retransmits", 0),
+                }
+            except (ValueError, KeyError) as e:
+                per_flow[i] = {"error": f"flow {i}: {e}: {out[-200:]}"}
+    sampler.stop.set()
+    sampler.join()
     lib("ns_cleanup")
+
+    res["flows"] = per_flow
+    res["samples"] = sampler.flows
+    res["queue"] = sampler.queue
+    errors = [f["error"] for f in per_flow if "error" in f]
+    wrong = [f["cc"] for f in per_flow if "cc" in f and f["cc"] != algo]
+    if errors:
+        res["error"] = "; ".join(errors)[:500]
+    elif wrong:
+        res["error"] = f"flows used {wrong[0]}, not {algo}"
+    else:
+        res["ok"] = True
+        res.update(summarize(sc, res))
     return res
+
+
+def acked_at(series, t):
+    """Bytes ACKed by time t, from a flow's (t, bytes_acked) samples (linear between)."""
+    # Tolerate sampling gaps (on the guest's normal clock a sample can take 20 ms).
+    if not series or t < series[0][0] - 0.05 or t > series[-1][0] + 0.05:
+        return None
+    prev = series[0]
+    for cur in series:
+        if cur[0] >= t:
+            if cur[0] == prev[0]:
+                return cur[1]
+            return prev[1] + (cur[1] - prev[1]) * (t - prev[0]) / (cur[0] - prev[0])
+        prev = cur
+    return series[-1][1]
+
+
+def flow_series(res):
+    """Per flow: [(t, bytes_acked)] from the ss samples."""
+    series = {}
+    for s in res["samples"]:
+        if s["bytes_acked"] is not None:
+            series.setdefault(s["flow"], []).append((s["t"], s["bytes_acked"]))
+    return series
+
+
+def window_rates(series, flow_ids, a, b):
+    """Mean delivery rate (Mbit/s) of each flow over [a, b), from its ACKed bytes."""
+    rates = []
+    for i in flow_ids:
+        x, y = acked_at(series.get(i), a), acked_at(series.get(i), b)
+        if x is not None and y is not None and b > a:
+            rates.append((y - x) * 8 / (b - a) / 1e6)
+    return rates
+
+
+def summarize(sc, res):
+    """Metrics over the scenario's measurement window (all flows of the final set active)."""
+    flows = res["flows"]
+    series = flow_series(res)
+    cap = sc["rate_mbit"] * PAYLOAD_PER_FRAME
+    a, b = sc.get("measure_s", [max(f["start_s"] for f in flows) + sc.get("warmup_s", 0.5),
+                                min(f["stop_s"] for f in flows) - 0.2])
+    active = [i for i, f in enumerate(flows) if f["start_s"] <= a and f["stop_s"] >= b]
+    if len({(f["start_s"], f["stop_s"]) for f in flows}) == 1 and "measure_s" not in sc:
+        # One flow set for the whole run: iperf3's per-stream receiver totals, exact on
+        # either clock (on the normal clock samples can be hundreds of ms apart under load).
+        rates = [f["mbps"] for f in flows]
+    else:
+        rates = window_rates(series, active, a, b)
+    rtts = [s["rtt_us"] for s in res["samples"] if s["rtt_us"] and a <= s["t"] <= b]
+    queue = [q["pkts"] for q in res["queue"] if a <= q["t"] <= b]
+    out = {
+        "window_s": [a, b],
+        "mbps": round(sum(rates), 1),
+        "util_pct": round(100 * sum(rates) / cap, 1),
+        "rtt_p50_us": percentile(rtts, 50), "rtt_p99_us": percentile(rtts, 99),
+        "queue_p50_pkts": percentile(queue, 50), "queue_p99_pkts": percentile(queue, 99),
+        "retransmits": sum(f["retransmits"] for f in flows),
+        "jain": round(jain(rates), 3) if rates else None,
+        "per_flow_mbps": [round(r, 1) for r in rates],
+    }
+    out["convergence_s"] = convergence_time(flows, series, cap)
+    return out
+
+
+def convergence_time(flows, series, cap):
+    """Seconds from the last change in the flow set until the remaining flows hold >= 90%
+    of capacity with Jain >= 0.9 over 100 ms intervals for the rest of the run."""
+    changes = sorted({f["start_s"] for f in flows} | {f["stop_s"] for f in flows})
+    end = changes[-1]
+    t_change = max([c for c in changes if c < end - 1e-6] or [0.0])
+    step = 0.1
+    t, good_since = t_change, None
+    while t + step <= end - step + 1e-6:
+        active = [i for i, f in enumerate(flows)
+                  if f["start_s"] <= t + 1e-6 and f["stop_s"] >= t + step - 1e-6]
+        rates = window_rates(series, active, t, t + step)
+        ok = rates and sum(rates) >= 0.9 * cap and (jain(rates) or 0) >= 0.9
+        if ok and good_since is None:
+            good_since = t
+        elif not ok:
+            good_since = None
+        t = round(t + step, 3)
+    return None if good_since is None else round(good_since - t_change, 2)
 
 
 def fmt(v, spec="{:.0f}"):
     return "-" if v is None else spec.format(v)
 
 
-def table(results, a):
-    lines = [f"{a.flows} flow(s), {a.seconds} s, {a.rate_mbit} Mbit/s bottleneck, "
-             f"{a.queue_pkts}-packet drop-tail FIFO (ECN step at K={a.ecn_k_pkts} for "
-             f"{'/'.join(sorted(ECN_ALGOS))}), {a.delay_us} us base delay",
+def table(results, sc):
+    lines = [f"{len(expand_flows(sc))} flow(s), {sc['rate_mbit']} Mbit/s bottleneck, "
+             f"{sc['queue_pkts']}-packet drop-tail FIFO (ECN step at K={sc.get('ecn_k_pkts')} "
+             f"for {'/'.join(sorted(ECN_ALGOS))}), {sc['delay_us']} us base delay",
              "",
              "| algorithm | throughput Mbit/s | utilization | RTT p50 us | RTT p99 us "
              "| retransmits | Jain |",
@@ -123,6 +298,8 @@ def table(results, a):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--scenario", help="scenario JSON file")
+    p.add_argument("--algo", help="with --scenario: the algorithm to run")
     p.add_argument("--algos", default="cubic,dctcp")
     p.add_argument("--rate-mbit", type=int, default=100)
     p.add_argument("--delay-us", type=int, default=500)
@@ -132,14 +309,25 @@ def main():
     p.add_argument("--seconds", type=int, default=5)
     p.add_argument("--json")
     a = p.parse_args()
+    if a.scenario:
+        sc = json.load(open(a.scenario))
+        res = run_scenario(sc, a.algo)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(res, f)
+        print(table([res], sc), flush=True)
+        return 0 if res["ok"] else 1
+    sc = {"name": "demo", "rate_mbit": a.rate_mbit, "delay_us": a.delay_us,
+          "queue_pkts": a.queue_pkts, "ecn_k_pkts": a.ecn_k_pkts, "warmup_s": 1,
+          "flows": [{"count": a.flows, "start_s": 0, "stop_s": a.seconds}]}
     results = []
     for algo in a.algos.split(","):
         print(f"# running {algo}: {a.flows} flow(s) for {a.seconds} s", flush=True)
-        results.append(run_one(algo, a))
-    print(table(results, a), flush=True)
+        results.append(run_scenario(sc, algo))
+    print(table(results, sc), flush=True)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"params": vars(a), "results": results}, f, indent=1)
+            json.dump({"scenario": sc, "results": results}, f)
     return 0 if all(r["ok"] for r in results) else 1
 
 

@@ -11,12 +11,10 @@ cd "$PROJECT_ROOT"
 
 # Per module: file | algorithms it registers | its KUnit suites | insmod parameters |
 # its own selftest (run besides tcp_cc_module.sh, which runs per algorithm). Parameters suit
-# the selftests' 100 Mbit/s, 500 us dumbbell (TIMELY: the papers' constants scaled by
-# C_paper / C = 100, the spec's rule, so delta/C, Seg/(C T_low) and T_high/T_low hold).
-TIMELY_100M="t_low_us=5000 t_high_us=50000 delta_kbps=100 min_rtt_us=2000 min_rate_kbps=100 max_rate_mbps=100"
+# the selftests' 100 Mbit/s, 500 us dumbbell (TIMELY: see tools/config.sh).
 MODULES=(
 	"rust/tcp_rust_reno.ko|rust_reno|rust_reno||"
-	"rust/tcp_timely.ko|timely timely_patched|rust_timely|$TIMELY_100M|selftests/tcp_timely.sh"
+	"rust/tcp_timely.ko|timely timely_patched|rust_timely|$TIMELY_PARAMS_100M|selftests/tcp_timely.sh"
 )
 field() { cut -d'|' -f"$2" <<<"$1"; }
 BUILTIN_KUNIT_SUITES=(rust_tcp_cong)

@@ -11,7 +11,7 @@ DEBIAN_PACKAGES=(
 	rustc-web rust-web-src rust-web-clippy libclang-19-dev  # matched rustc, core/alloc source, clippy; bindgen's libclang
 	build-essential flex bison bc libelf-dev libssl-dev cpio python3 rsync curl xz-utils
 	kmod iproute2 iperf3 ethtool iputils-ping procps util-linux
-	qemu-system-x86
+	qemu-system-x86 python3-matplotlib                 # matplotlib: the bench report's plots
 )
 
 sudo_maybe() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }

@@ -1,0 +1,277 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""The comparison bench: scenarios (tools/bench/scenarios/*.json) x algorithms, each run in
+its own boot of the project's UML kernel, on simulated time by default, then a report.
+
+    tools/bench.py run [--clock simulated|normal] [--jobs N] [SCENARIO...]
+    tools/bench.py report          # results/BENCH.md and results/plots/*.png
+
+`make bench` does both for every scenario. Raw results: results/raw/<scenario>/<algo>.<rep>.json.
+"""
+import argparse
+import datetime
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCENARIOS = os.path.join(ROOT, "tools", "bench", "scenarios")
+RAW = os.path.join(ROOT, "results", "raw")
+PLOTS = os.path.join(ROOT, "results", "plots")
+REPORT = os.path.join(ROOT, "results", "BENCH.md")
+ALGO_ORDER = ["cubic", "dctcp", "bbr", "rust_reno", "timely", "timely_patched"]
+
+
+def config(var):
+    return subprocess.run(["bash", "-c", f"source {ROOT}/tools/config.sh; echo ${var}"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def load_scenarios(names):
+    files = sorted(glob.glob(os.path.join(SCENARIOS, "*.json")))
+    scs = [dict(json.load(open(f)), file=os.path.relpath(f, ROOT)) for f in files]
+    if names:
+        missing = set(names) - {s["name"] for s in scs}
+        if missing:
+            sys.exit(f"error: no scenario named {', '.join(sorted(missing))} in {SCENARIOS}")
+        scs = [s for s in scs if s["name"] in names]
+    return scs
+
+
+def run_job(job, clock, timely_params):
+    sc, algo, rep = job
+    out_dir = os.path.join(RAW, sc["name"])
+    os.makedirs(out_dir, exist_ok=True)
+    out = os.path.join(out_dir, f"{algo}.{rep}.json")
+    if os.path.exists(out):
+        os.remove(out)
+    params = sc.get("timely_params", timely_params)
+    guest = (f"insmod rust/tcp_rust_reno.ko && insmod rust/tcp_timely.ko {params} || exit 1; "
+             f"python3 tools/netbench.py --scenario {sc['file']} --algo {algo} --json {out}")
+    cmd = [os.path.join(ROOT, "tools", "uml-run.sh"), "--timeout", "1500"]
+    if clock == "simulated":
+        cmd.append("--time-travel")
+    t0 = time.monotonic()
+    r = subprocess.run(cmd + ["--", "bash", "-c", guest], capture_output=True, text=True, cwd=ROOT)
+    wall = time.monotonic() - t0
+    try:
+        res = json.load(open(out))
+    except (OSError, ValueError):
+        tail = (r.stdout + r.stderr).strip().splitlines()[-3:]
+        res = {"algo": algo, "scenario": sc["name"], "ok": False,
+               "error": f"no result (guest status {r.returncode}): {' | '.join(tail)}"}
+    res.update(rep=rep, clock=clock, wall_s=round(wall, 1))
+    with open(out, "w") as f:
+        json.dump(res, f)
+    return res
+
+
+def cmd_run(a):
+    scs = load_scenarios(a.scenarios)
+    jobs = [(sc, algo, rep) for sc in scs for algo in sc["algos"]
+            for rep in range(sc.get("repetitions", 1 if a.clock == "simulated" else 3))]
+    timely_params = config("TIMELY_PARAMS_1G")
+    os.makedirs(RAW, exist_ok=True)
+    meta = {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                 capture_output=True, text=True).stdout.strip(),
+        "kernel": f"Linux {config('KERNEL_DEB_VERSION')} (linux-source-{config('KERNEL_SERIES')}) "
+                  "ARCH=um with patches/series",
+        "clock": a.clock, "timely_params": timely_params,
+    }
+    with open(os.path.join(RAW, "meta.json"), "w") as f:
+        json.dump(meta, f)
+    print(f"{len(jobs)} runs, {a.jobs} at a time, {a.clock} time", flush=True)
+    done = 0
+    failed = 0
+    with ThreadPoolExecutor(a.jobs) as pool:
+        futures = [pool.submit(run_job, j, a.clock, timely_params) for j in jobs]
+        for fut in futures:
+            r = fut.result()
+            done += 1
+            if r.get("ok"):
+                line = (f"ok: {r['mbps']:.0f} Mbit/s ({r['util_pct']:.1f}%), RTT p50/p99 "
+                        f"{fmt(r['rtt_p50_us'])}/{fmt(r['rtt_p99_us'])} us, Jain {fmt(r['jain'], '{:.3f}')}")
+            else:
+                failed += 1
+                line = f"FAILED: {r.get('error', '?')[:200]}"
+            print(f"[{done}/{len(jobs)}] {r['scenario']} {r['algo']} #{r['rep']} "
+                  f"({r['wall_s']:.0f} s wall): {line}", flush=True)
+    print(f"{done - failed} runs ok, {failed} failed")
+    return 1 if failed else 0
+
+
+def fmt(v, spec="{:.0f}"):
+    return "-" if v is None else spec.format(v)
+
+
+def load_results():
+    meta = json.load(open(os.path.join(RAW, "meta.json")))
+    results = {}
+    for f in sorted(glob.glob(os.path.join(RAW, "*", "*.json"))):
+        r = json.load(open(f))
+        results.setdefault(r["scenario"], []).append(r)
+    return meta, results
+
+
+def order(rs):
+    return sorted(rs, key=lambda r: (ALGO_ORDER.index(r["algo"]) if r["algo"] in ALGO_ORDER
+                                     else 99, r.get("rep", 0)))
+
+
+def plot_scenario(sc, rs):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = [r for r in order(rs) if r.get("ok")]
+    if not ok:
+        return []
+    files = []
+    # RTT and queue CDFs, one line per algorithm.
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+    for r in ok:
+        for ax, xs in ((axes[0], [s["rtt_us"] for s in r["samples"] if s["rtt_us"]]),
+                       (axes[1], [q["pkts"] for q in r["queue"]])):
+            xs = sorted(xs)
+            if xs:
+                ax.plot(xs, [i / len(xs) for i in range(len(xs))], label=r["algo"])
+    axes[0].set_xscale("log")
+    axes[0].set_xlabel("flow RTT, smoothed (us, log)")
+    axes[1].set_xlabel("bottleneck queue (packets)")
+    for ax in axes:
+        ax.set_ylabel("CDF")
+        ax.grid(alpha=0.3)
+    axes[1].legend(fontsize=8)
+    fig.suptitle(f"{sc['name']}: RTT and queue distributions", fontsize=10)
+    fig.tight_layout()
+    name = f"{sc['name']}-cdf.png"
+    fig.savefig(os.path.join(PLOTS, name), dpi=90)
+    plt.close(fig)
+    files.append(name)
+    # Per-flow throughput and RTT over time, one row per algorithm.
+    fig, axes = plt.subplots(len(ok), 2, figsize=(11, 2.2 * len(ok)), squeeze=False)
+    for row, r in zip(axes, ok):
+        series = {}
+        for s in r["samples"]:
+            series.setdefault(s["flow"], []).append(s)
+        for flow, ss in sorted(series.items()):
+            ts, rates = [], []
+            for prev, cur in zip(ss, ss[1:]):
+                # 100 ms of ACKed bytes per point, to smooth the 10 ms samples.
+                if cur["t"] - prev["t"] > 0:
+                    ts.append(cur["t"])
+                    rates.append((cur["bytes_acked"] - prev["bytes_acked"]) * 8 / (cur["t"] - prev["t"]) / 1e6)
+            k = 10
+            sm = [sum(rates[i:i + k]) / len(rates[i:i + k]) for i in range(0, len(rates), k)]
+            row[0].plot(ts[::k][:len(sm)], sm, lw=0.8)
+            row[1].plot([s["t"] for s in ss], [s["rtt_us"] for s in ss], lw=0.6)
+        row[0].set_ylabel(f"{r['algo']}\nMbit/s", fontsize=8)
+        row[1].set_ylabel("RTT us", fontsize=8)
+        for ax in row:
+            ax.grid(alpha=0.3)
+            ax.tick_params(labelsize=7)
+    axes[-1][0].set_xlabel("time (s)")
+    axes[-1][1].set_xlabel("time (s)")
+    fig.suptitle(f"{sc['name']}: per-flow throughput and RTT over time", fontsize=10)
+    fig.tight_layout()
+    name = f"{sc['name']}-time.png"
+    fig.savefig(os.path.join(PLOTS, name), dpi=80)
+    plt.close(fig)
+    files.append(name)
+    return files
+
+
+def cmd_report(a):
+    meta, results = load_results()
+    os.makedirs(PLOTS, exist_ok=True)
+    scs = {s["name"]: s for s in load_scenarios([])}
+    out = ["# Bench report", "",
+           f"Generated by `make bench` (`tools/bench.py run && tools/bench.py report`) on "
+           f"{meta['date']}, commit `{meta['commit']}`, {meta['kernel']}, "
+           f"{meta['clock']} time. TIMELY parameters: `{meta['timely_params']}` (the papers' "
+           "10 Gbit/s constants scaled to 1 Gbit/s by the spec's rule: delta/C, Seg/(C T_low) "
+           "and T_high/T_low preserved).", "",
+           "Every run is a fresh boot of the test kernel. Topology: sender namespace, router "
+           "namespace holding the bottleneck (htb at the scenario's rate; drop-tail FIFO, or "
+           "RED step ECN marking at K packets for dctcp), receiver namespace; GSO/TSO/GRO off; "
+           "one-way delay on the reverse path. Throughput is TCP goodput; utilization is "
+           "goodput over the bottleneck's goodput capacity (1448 payload bytes per 1514-byte "
+           "frame). RTT is each flow's smoothed RTT from `ss -ti` every 10 ms; queue is the "
+           "bottleneck backlog from `tc -s qdisc` every 10 ms. Metrics are over each scenario's "
+           "measurement window; convergence is the time from the last change in the flow set "
+           "until the flows hold >= 90% of capacity with Jain >= 0.9 per 100 ms.", ""]
+    for name in ["calibration"] + sorted(n for n in results if n != "calibration"):
+        if name not in results:
+            continue
+        sc, rs = scs.get(name, {"name": name}), order(results[name])
+        out += [f"## {name}", "", sc.get("description", ""), "",
+                f"Scenario file: `{sc.get('file', '?')}`.", ""]
+        if sc.get("paper"):
+            out += [f"Paper: {sc['paper']}", ""]
+        out += ["| algorithm | run | Mbit/s | util | RTT p50 us | RTT p99 us | queue p50/p99 pkts "
+                "| retrans | Jain | converge s | idle RTT us | wall s |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in rs:
+            if not r.get("ok"):
+                out.append(f"| {r['algo']} | {r.get('rep', 0)} | FAILED: {r.get('error', '?')[:120]} "
+                           "| | | | | | | | | |")
+                continue
+            out.append(
+                f"| {r['algo']} | {r.get('rep', 0)} | {r['mbps']:.1f} | {r['util_pct']:.1f}% | "
+                f"{fmt(r['rtt_p50_us'])} | {fmt(r['rtt_p99_us'])} | "
+                f"{fmt(r['queue_p50_pkts'])}/{fmt(r['queue_p99_pkts'])} | {r['retransmits']} | "
+                f"{fmt(r['jain'], '{:.3f}')} | {fmt(r['convergence_s'], '{:.1f}')} | "
+                f"{fmt(r['idle_rtt_us'])} | {fmt(r.get('wall_s'))} |")
+        if name == "calibration":
+            out += [""] + calibration_notes(sc, rs)
+        out.append("")
+        for png in plot_scenario(sc, rs):
+            out += [f"![{png}](plots/{png})", ""]
+    with open(REPORT, "w") as f:
+        f.write("\n".join(out) + "\n")
+    print(f"wrote {os.path.relpath(REPORT, ROOT)} and {len(os.listdir(PLOTS))} plots")
+    return 0
+
+
+def calibration_notes(sc, rs):
+    ok = [r for r in rs if r.get("ok")]
+    if not ok:
+        return ["Calibration failed: no numbers."]
+    pkt_us = 1514 * 8 / sc["rate_mbit"]
+    utils = ", ".join("{:.1f}%".format(r["util_pct"]) for r in ok)
+    per_pkt = ", ".join("{:.1f} us/packet".format((r["rtt_p50_us"] - r["idle_rtt_us"])
+                                                   / max(r["queue_p50_pkts"], 1))
+                        for r in ok if r["idle_rtt_us"] and r["rtt_p50_us"])
+    notes = [f"- Utilization of one cubic flow: {utils} (target >= 97%).",
+             f"- Idle RTT (ping before the flow): {', '.join(fmt(r['idle_rtt_us']) for r in ok)} us "
+             f"against {sc['delay_us']} us of configured delay (the rest is the stack).",
+             f"- Queueing: one packet is {pkt_us:.1f} us at {sc['rate_mbit']} Mbit/s; median RTT "
+             f"minus idle RTT, over the median queue: {per_pkt}."]
+    if len(ok) >= 2:
+        keys = ["mbps", "rtt_p50_us", "rtt_p99_us", "retransmits", "queue_p50_pkts"]
+        same = all(ok[0][k] == r[k] for r in ok[1:] for k in keys)
+        notes.append(f"- Repeatability: {len(ok)} runs gave "
+                     + ("identical" if same else "DIFFERENT") + f" {', '.join(keys)}.")
+    return notes
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--clock", choices=["simulated", "normal"], default="simulated")
+    r.add_argument("--jobs", type=int, default=2)
+    r.add_argument("scenarios", nargs="*")
+    sub.add_parser("report")
+    a = p.parse_args()
+    return cmd_run(a) if a.cmd == "run" else cmd_report(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
