@@ -58,8 +58,10 @@ ip netns exec $NS_CLI sysctl -qw net.ipv4.tcp_congestion_control=cubic
 # Selected per socket with setsockopt(TCP_CONGESTION).
 iperf setsockopt -t 3 -C "$algo"
 check "selected by setsockopt(TCP_CONGESTION) (iperf3 -C)" expect_cc setsockopt
-check "carries traffic through the bottleneck (>= 50% of ${RATE_MBIT} Mbit/s)" \
-	expect_mbps setsockopt $((RATE_MBIT / 2))
+# Function, not performance (the bench measures that): a quarter of the link is far above
+# a stalled or window-starved flow and far below what any working controller gets here.
+check "carries traffic through the bottleneck (>= 25% of ${RATE_MBIT} Mbit/s)" \
+	expect_mbps setsockopt $((RATE_MBIT / 4))
 diag "$algo: $(mbps setsockopt) Mbit/s"
 
 # Selected per route.

@@ -78,7 +78,7 @@ def cmd_run(a):
     os.makedirs(RAW, exist_ok=True)
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "commit": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+        "commit": subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
                                  capture_output=True, text=True).stdout.strip(),
         "kernel": f"Linux {config('KERNEL_DEB_VERSION')} (linux-source-{config('KERNEL_SERIES')}) "
                   "ARCH=um with patches/series",
@@ -159,7 +159,7 @@ def plot_scenario(sc, rs):
     for row, r in zip(axes, ok):
         series = {}
         for s in r["samples"]:
-            series.setdefault(s["flow"], []).append(s)
+            series.setdefault(s.get("conn", s["flow"]), []).append(s)
         for flow, ss in sorted(series.items()):
             ts, rates = [], []
             for prev, cur in zip(ss, ss[1:]):
@@ -228,6 +228,7 @@ def cmd_report(a):
                 f"{fmt(r['queue_p50_pkts'])}/{fmt(r['queue_p99_pkts'])} | {r['retransmits']} | "
                 f"{fmt(r['jain'], '{:.3f}')} | {fmt(r['convergence_s'], '{:.1f}')} | "
                 f"{fmt(r['idle_rtt_us'])} | {fmt(r.get('wall_s'))} |")
+        out += spread_rows(rs)
         if name == "calibration":
             out += [""] + calibration_notes(sc, rs)
         out.append("")
@@ -237,6 +238,23 @@ def cmd_report(a):
         f.write("\n".join(out) + "\n")
     print(f"wrote {os.path.relpath(REPORT, ROOT)} and {len(os.listdir(PLOTS))} plots")
     return 0
+
+
+def spread_rows(rs):
+    """For repeated runs: median and (min-max) per algorithm, when the runs differ."""
+    rows = []
+    for algo in dict.fromkeys(r["algo"] for r in rs):
+        ok = [r for r in rs if r["algo"] == algo and r.get("ok")]
+        keys = ["mbps", "rtt_p50_us", "rtt_p99_us"]
+        if len(ok) < 2 or all(ok[0][k] == r[k] for r in ok for k in keys):
+            continue
+        cells = []
+        for k in keys:
+            xs = sorted(r[k] for r in ok if r[k] is not None)
+            cells.append(f"{xs[len(xs) // 2]:.0f} ({xs[0]:.0f}-{xs[-1]:.0f})" if xs else "-")
+        rows.append(f"| {algo} | median (min-max) of {len(ok)} | {cells[0]} | | {cells[1]} | "
+                    f"{cells[2]} | | | | | | |")
+    return rows
 
 
 def calibration_notes(sc, rs):

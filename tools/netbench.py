@@ -63,7 +63,8 @@ def expand_flows(sc):
     return flows
 
 
-SS_FLOW = re.compile(r":(\d+)\s*$")
+# "<local addr>:<port> <peer addr>:<port>" at the end of ss's first line of a socket.
+SS_PORTS = re.compile(r":(\d+)\s+\S+:(\d+)\s*$")
 FIELDS = {
     "rtt_us": (re.compile(r"\brtt:([0-9.]+)/"), lambda v: float(v) * 1000),
     "cwnd": (re.compile(r"\bcwnd:(\d+)"), int),
@@ -86,11 +87,11 @@ class Sampler(threading.Thread):
             r = sh(f"ip netns exec cli ss -tinH state established dst {SRV}", check=False)
             lines = r.stdout.splitlines()
             for head, info in zip(lines[0::2], lines[1::2]):
-                m = SS_FLOW.search(head.strip())
+                m = SS_PORTS.search(head.strip())
                 if not m:
                     continue
-                port = int(m.group(1))
-                s = {"t": t, "flow": port - BASE_PORT}
+                # flow: the schedule entry (its server port); conn: the connection.
+                s = {"t": t, "flow": int(m.group(2)) - BASE_PORT, "conn": int(m.group(1))}
                 for k, (rx, conv) in FIELDS.items():
                     v = rx.search(info)
                     s[k] = conv(v.group(1)) if v else None
@@ -205,19 +206,22 @@ def acked_at(series, t):
 
 
 def flow_series(res):
-    """Per flow: [(t, bytes_acked)] from the ss samples."""
+    """Per connection: (schedule entry, [(t, bytes_acked)]) from the ss samples."""
     series = {}
     for s in res["samples"]:
         if s["bytes_acked"] is not None:
-            series.setdefault(s["flow"], []).append((s["t"], s["bytes_acked"]))
+            series.setdefault(s["conn"], (s["flow"], []))[1].append((s["t"], s["bytes_acked"]))
     return series
 
 
 def window_rates(series, flow_ids, a, b):
-    """Mean delivery rate (Mbit/s) of each flow over [a, b), from its ACKed bytes."""
+    """Mean delivery rate (Mbit/s) over [a, b) of each connection of the given schedule
+    entries, from its ACKed bytes."""
     rates = []
-    for i in flow_ids:
-        x, y = acked_at(series.get(i), a), acked_at(series.get(i), b)
+    for flow, samples in series.values():
+        if flow not in flow_ids:
+            continue
+        x, y = acked_at(samples, a), acked_at(samples, b)
         if x is not None and y is not None and b > a:
             rates.append((y - x) * 8 / (b - a) / 1e6)
     return rates
@@ -230,7 +234,7 @@ def summarize(sc, res):
     cap = sc["rate_mbit"] * PAYLOAD_PER_FRAME
     a, b = sc.get("measure_s", [max(f["start_s"] for f in flows) + sc.get("warmup_s", 0.5),
                                 min(f["stop_s"] for f in flows) - 0.2])
-    active = [i for i, f in enumerate(flows) if f["start_s"] <= a and f["stop_s"] >= b]
+    active = {i for i, f in enumerate(flows) if f["start_s"] <= a and f["stop_s"] >= b}
     if len({(f["start_s"], f["stop_s"]) for f in flows}) == 1 and "measure_s" not in sc:
         # One flow set for the whole run: iperf3's per-stream receiver totals, exact on
         # either clock (on the normal clock samples can be hundreds of ms apart under load).
@@ -262,8 +266,10 @@ def convergence_time(flows, series, cap):
     step = 0.1
     t, good_since = t_change, None
     while t + step <= end - step + 1e-6:
-        active = [i for i, f in enumerate(flows)
-                  if f["start_s"] <= t + 1e-6 and f["stop_s"] >= t + step - 1e-6]
+        active = {i for i, f in enumerate(flows)
+                  if f["start_s"] <= t + 1e-6 and f["stop_s"] >= t + step - 1e-6}
+        if len(set((f["start_s"], f["stop_s"]) for f in flows)) == 1:
+            active = {0}  # one iperf3 with parallel streams: all on schedule entry 0
         rates = window_rates(series, active, t, t + step)
         ok = rates and sum(rates) >= 0.9 * cap and (jain(rates) or 0) >= 0.9
         if ok and good_since is None:

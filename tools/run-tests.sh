@@ -68,30 +68,27 @@ for suite in "${expected[@]}"; do
 	fi
 done
 
-echo "== netns selftests in UML"
-for m in "${MODULES[@]}"; do
-	ko=$(field "$m" 1) params=$(field "$m" 4)
-	for algo in $(field "$m" 2); do
-		log=$work/selftest.$algo.log
-		# shellcheck disable=SC2086 # params is a list of PARAM=VALUE words
-		tools/uml-run.sh --timeout 300 -- selftests/tcp_cc_module.sh "$ko" "$algo" $params > "$log" 2>&1
-		status=$?
-		grep -E '^# ' "$log" | grep -v '^# totals' | sed 's/^/  /'
-		count_tap "$log" "" "selftest $algo: "
-		grep -q '^1\.\.' "$log" || fail "selftest $algo: no TAP plan (guest status $status)"
-		[ "$status" = 0 ] || [ "$status" = 1 ] || fail "selftest $algo: guest ended with status $status"
-	done
-	own=$(field "$m" 5)
-	[ -n "$own" ] || continue
-	name=$(basename "$own" .sh)
-	log=$work/selftest.$name.log
-	# shellcheck disable=SC2086
-	tools/uml-run.sh --timeout 300 -- "$own" "$ko" $params > "$log" 2>&1
+# selftest NAME COMMAND...: boot, run a kselftest TAP script, count its results. A guest
+# that crashes (no plan) or ends with a status other than pass/fail is a failure too.
+selftest() {
+	local name=$1 log=$work/selftest.$1.log status; shift
+	tools/uml-run.sh --timeout 300 -- "$@" > "$log" 2>&1
 	status=$?
 	grep -E '^# ' "$log" | grep -v '^# totals' | sed 's/^/  /'
 	count_tap "$log" "" "selftest $name: "
 	grep -q '^1\.\.' "$log" || fail "selftest $name: no TAP plan (guest status $status)"
 	[ "$status" = 0 ] || [ "$status" = 1 ] || fail "selftest $name: guest ended with status $status"
+}
+
+echo "== netns selftests in UML"
+for m in "${MODULES[@]}"; do
+	ko=$(field "$m" 1) params=$(field "$m" 4) own=$(field "$m" 5)
+	for algo in $(field "$m" 2); do
+		# shellcheck disable=SC2086 # params is a list of PARAM=VALUE words
+		selftest "$algo" selftests/tcp_cc_module.sh "$ko" "$algo" $params
+	done
+	# shellcheck disable=SC2086
+	[ -z "$own" ] || selftest "$(basename "$own" .sh)" "$own" "$ko" $params
 done
 
 echo "$passed passed, $failed failed"
