@@ -42,7 +42,7 @@ def load_scenarios(names):
     return scs
 
 
-def run_job(job, clock, timely_params):
+def run_job(job, clock, timely_params, prov):
     sc, algo, rep = job
     out_dir = os.path.join(RAW, sc["name"])
     os.makedirs(out_dir, exist_ok=True)
@@ -64,10 +64,19 @@ def run_job(job, clock, timely_params):
         tail = (r.stdout + r.stderr).strip().splitlines()[-3:]
         res = {"algo": algo, "scenario": sc["name"], "ok": False,
                "error": f"no result (guest status {r.returncode}): {' | '.join(tail)}"}
-    res.update(rep=rep, clock=clock, wall_s=round(wall, 1))
+    res.update(rep=rep, clock=clock, wall_s=round(wall, 1), **prov)
     with open(out, "w") as f:
         json.dump(res, f)
     return res
+
+
+def provenance():
+    """What a figure must name: the commit (dirty if the tree was) and when it ran."""
+    return {
+        "commit": subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                                 capture_output=True, text=True).stdout.strip(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
 
 
 def cmd_run(a):
@@ -76,10 +85,9 @@ def cmd_run(a):
             for rep in range(sc.get("repetitions", 1 if a.clock == "simulated" else 3))]
     timely_params = config("TIMELY_PARAMS_1G")
     os.makedirs(RAW, exist_ok=True)
+    prov = provenance()  # at the start: the code the runs execute
     meta = {
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "commit": subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
-                                 capture_output=True, text=True).stdout.strip(),
+        **prov,
         "kernel": f"Linux {config('KERNEL_DEB_VERSION')} (linux-source-{config('KERNEL_SERIES')}) "
                   "ARCH=um with patches/series",
         "clock": a.clock, "timely_params": timely_params,
@@ -90,7 +98,7 @@ def cmd_run(a):
     done = 0
     failed = 0
     with ThreadPoolExecutor(a.jobs) as pool:
-        futures = [pool.submit(run_job, j, a.clock, timely_params) for j in jobs]
+        futures = [pool.submit(run_job, j, a.clock, timely_params, prov) for j in jobs]
         for fut in futures:
             r = fut.result()
             done += 1
@@ -159,7 +167,8 @@ def plot_scenario(sc, rs):
     for row, r in zip(axes, ok):
         series = {}
         for s in r["samples"]:
-            series.setdefault(s.get("conn", s["flow"]), []).append(s)
+            if not s.get("fct"):
+                series.setdefault(s.get("conn", s["flow"]), []).append(s)
         for flow, ss in sorted(series.items()):
             ts, rates = [], []
             for prev, cur in zip(ss, ss[1:]):
@@ -184,7 +193,64 @@ def plot_scenario(sc, rs):
     fig.savefig(os.path.join(PLOTS, name), dpi=80)
     plt.close(fig)
     files.append(name)
+    if any("fct_by_size" in r for r in ok):
+        files.append(plot_fct(sc, ok))
     return files
+
+
+def plot_fct(sc, ok):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    for i, r in enumerate(r for r in ok if "fct_by_size" in r):
+        sizes = [b["size"] / 1024 for b in r["fct_by_size"]]
+        color = f"C{i}"
+        ax.plot(sizes, [b["p99_us"] / 1000 for b in r["fct_by_size"]], "o-", color=color,
+                label=f"{r['algo']} p99")
+        ax.plot(sizes, [b["p50_us"] / 1000 for b in r["fct_by_size"]], "x--", color=color,
+                lw=0.8, label=f"{r['algo']} p50")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("flow size (KB, log)")
+    ax.set_ylabel("flow completion time (ms, log)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, ncol=2)
+    fig.suptitle(f"{sc['name']}: flow completion time by size", fontsize=10)
+    fig.tight_layout()
+    name = f"{sc['name']}-fct.png"
+    fig.savefig(os.path.join(PLOTS, name), dpi=90)
+    plt.close(fig)
+    return name
+
+
+# Size classes of the FCT table, as the papers group them.
+FCT_CLASSES = [("< 100 KB", 0, 100 * 1024), ("100 KB - 1 MB", 100 * 1024, 1024 * 1024),
+               (">= 1 MB", 1024 * 1024, float("inf"))]
+
+
+def fct_rows(rs):
+    ok = [r for r in rs if r.get("ok") and "fct" in r]
+    if not ok:
+        return []
+    rows = ["", "Flow completion times of the workload, in ms, p50 / p99 per size class "
+            "(every size: the FCT plot):", "",
+            "| algorithm | run | flows done / planned | workload Mbit/s | "
+            + " | ".join(c[0] for c in FCT_CLASSES) + " |",
+            "|---|---:|---:|---:|" + "---:|" * len(FCT_CLASSES)]
+    for r in ok:
+        cells = []
+        for _, lo, hi in FCT_CLASSES:
+            xs = sorted(f["fct_us"] for f in r["fct"]["flows"]
+                        if "fct_us" in f and lo <= f["size"] < hi)
+            p50 = xs[len(xs) // 2] if xs else None
+            p99 = xs[min(len(xs) - 1, int(0.99 * len(xs)))] if xs else None
+            cells.append(f"{fmt(p50 and p50 / 1000, '{:.2f}')} / {fmt(p99 and p99 / 1000, '{:.2f}')}"
+                         f" (n={len(xs)})")
+        done = r["fct_planned"] - r["fct_unfinished"]
+        unfinished = f" ({r['fct_unfinished']} UNFINISHED)" if r["fct_unfinished"] else ""
+        rows.append(f"| {r['algo']} | {r.get('rep', 0)} | {done} / {r['fct_planned']}{unfinished} | "
+                    f"{r['fct_mbps']:.0f} | " + " | ".join(cells) + " |")
+    return rows
 
 
 def cmd_report(a):
@@ -192,9 +258,9 @@ def cmd_report(a):
     os.makedirs(PLOTS, exist_ok=True)
     scs = {s["name"]: s for s in load_scenarios([])}
     out = ["# Bench report", "",
-           f"Generated by `make bench` (`tools/bench.py run && tools/bench.py report`) on "
-           f"{meta['date']}, commit `{meta['commit']}`, {meta['kernel']}, "
-           f"{meta['clock']} time. TIMELY parameters: `{meta['timely_params']}` (the papers' "
+           "Generated by `make bench` (`tools/bench.py run && tools/bench.py report`); each "
+           "scenario below names the commit, date and clock of its runs. Kernel: "
+           f"{meta['kernel']}. TIMELY parameters: `{meta['timely_params']}` (the papers' "
            "10 Gbit/s constants scaled to 1 Gbit/s by the spec's rule: delta/C, Seg/(C T_low) "
            "and T_high/T_low preserved).", "",
            "Every run is a fresh boot of the test kernel. Topology: sender namespace, router "
@@ -211,7 +277,10 @@ def cmd_report(a):
             continue
         sc, rs = scs.get(name, {"name": name}), order(results[name])
         out += [f"## {name}", "", sc.get("description", ""), "",
-                f"Scenario file: `{sc.get('file', '?')}`.", ""]
+                f"Scenario file: `{sc.get('file', '?')}`. Runs: "
+                + ", ".join(sorted({f"commit `{r.get('commit', meta['commit'])}`, "
+                                    f"{r.get('date', meta['date'])}, {r.get('clock')} time"
+                                    for r in rs})) + ".", ""]
         if sc.get("paper"):
             out += [f"Paper: {sc['paper']}", ""]
         out += ["| algorithm | run | Mbit/s | util | RTT p50 us | RTT p99 us | queue p50/p99 pkts "
@@ -229,6 +298,7 @@ def cmd_report(a):
                 f"{fmt(r['jain'], '{:.3f}')} | {fmt(r['convergence_s'], '{:.1f}')} | "
                 f"{fmt(r['idle_rtt_us'])} | {fmt(r.get('wall_s'))} |")
         out += spread_rows(rs)
+        out += fct_rows(rs)
         if name == "calibration":
             out += [""] + calibration_notes(sc, rs)
         out.append("")

@@ -7,7 +7,9 @@ is rtr's egress: an htb at the scenario's rate with a drop-tail FIFO, or RED ste
 marking at K packets for ECN algorithms such as dctcp; GSO/TSO/GRO off so the queue counts
 packets), starts one iperf3 flow per scheduled flow, and while they run samples every
 10 ms: each flow's RTT, cwnd and pacing rate (`ss -ti`) and the bottleneck backlog
-(`tc -s qdisc`). Writes everything, with summary metrics, as JSON.
+(`tc -s qdisc`). A scenario may add a flow-size workload (tools/fctflow.py): short flows
+at Poisson arrivals beside the long ones, reported as flow completion times by size.
+Writes everything, with summary metrics, as JSON.
 
 Two ways to call it:
     netbench.py --scenario tools/bench/scenarios/x.json --algo timely --json out.json
@@ -20,13 +22,16 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIB = os.path.join(ROOT, "selftests", "lib.sh")
+FCTFLOW = os.path.join(ROOT, "tools", "fctflow.py")
 SRV = "10.10.2.2"
 BASE_PORT = 5201
+FCT_PORT = 6000
 ECN_ALGOS = {"dctcp"}
 SAMPLE_S = 0.01
 # Goodput capacity of the bottleneck: TCP payload per Ethernet frame (timestamps on).
@@ -95,8 +100,11 @@ class Sampler(threading.Thread):
                 for k, (rx, conv) in FIELDS.items():
                     v = rx.search(info)
                     s[k] = conv(v.group(1)) if v else None
+                if int(m.group(2)) == FCT_PORT:
+                    s["fct"] = True  # a workload flow: its RTT counts, it has no time series
+                    self.flows.append(s)
                 # iperf3's control connection shares the port; it carries a few bytes.
-                if (s["bytes_acked"] or 0) > 100_000:
+                elif (s["bytes_acked"] or 0) > 100_000:
                     self.flows.append(s)
             q = sh("tc -n rtr -s qdisc show dev r1", check=False).stdout
             m = BACKLOG.search(q)
@@ -117,10 +125,24 @@ def run_scenario(sc, algo, log=print):
     res = {"algo": algo, "scenario": sc.get("name"), "n_flows": len(flows),
            "idle_rtt_us": float(m.group(1)) * 1000 if m else None, "ok": False}
 
+    workload = None
+    if sc.get("workload"):
+        fct_srv = subprocess.Popen(["ip", "netns", "exec", "srv", "python3", FCTFLOW, "server",
+                                    "--port", str(FCT_PORT)])
+        time.sleep(0.5)
+        fct_out = tempfile.NamedTemporaryFile(prefix="fct-", suffix=".json", delete=False).name
+        w = dict(sc["workload"], rate_mbit=sc["rate_mbit"])
+        fct_timeout = w["stop_s"] + w.get("grace_s", 5.0) + 30
     t0 = time.monotonic()
     sampler = Sampler(t0)
     sampler.start()
-    procs, outs = [], []
+    if sc.get("workload"):
+        workload = subprocess.Popen(
+            ["ip", "netns", "exec", "cli", "timeout", str(int(fct_timeout)), "python3", FCTFLOW,
+             "client", "--dst", SRV, "--port", str(FCT_PORT), "--algo", algo,
+             "--workload", json.dumps(w), "--out", fct_out],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    procs = []
 
     def start_flow(i, start, stop):
         delay = start - (time.monotonic() - t0)
@@ -171,6 +193,16 @@ def run_scenario(sc, algo, log=print):
                 }
             except (ValueError, KeyError) as e:
                 per_flow[i] = {"error": f"flow {i}: {e}: {out[-200:]}"}
+    if workload:
+        out, _ = workload.communicate()
+        fct_srv.kill()
+        try:
+            res["fct"] = json.load(open(fct_out))
+        except (OSError, ValueError) as e:
+            per_flow.append({"error": f"workload client (status {workload.returncode}): {e}: "
+                                      f"{out[-200:]}"})
+        finally:
+            os.unlink(fct_out)
     sampler.stop.set()
     sampler.join()
     lib("ns_cleanup")
@@ -253,8 +285,28 @@ def summarize(sc, res):
         "jain": round(jain(rates), 3) if rates else None,
         "per_flow_mbps": [round(r, 1) for r in rates],
     }
-    out["convergence_s"] = convergence_time(flows, series, cap)
+    # With a workload beside them the long flows are not meant to fill the link.
+    out["convergence_s"] = None if "fct" in res else convergence_time(flows, series, cap)
+    if "fct" in res:
+        out.update(fct_summary(sc, res["fct"]))
     return out
+
+
+def fct_summary(sc, fct):
+    """Flow completion times by size: count, p50, p99 (us), and the flows left unfinished."""
+    by_size = {}
+    for f in fct["flows"]:
+        if "fct_us" in f:
+            by_size.setdefault(f["size"], []).append(f["fct_us"])
+    w = sc["workload"]
+    done_bytes = sum(f["size"] for f in fct["flows"] if "fct_us" in f)
+    return {
+        "fct_by_size": [{"size": size, "n": len(xs), "p50_us": percentile(xs, 50),
+                         "p99_us": percentile(xs, 99)} for size, xs in sorted(by_size.items())],
+        "fct_planned": fct["planned"],
+        "fct_unfinished": sum(1 for f in fct["flows"] if "unfinished" in f),
+        "fct_mbps": round(done_bytes * 8 / (w["stop_s"] - w.get("start_s", 0)) / 1e6, 1),
+    }
 
 
 def convergence_time(flows, series, cap):

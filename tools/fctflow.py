@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Flow-size workload for the bench: open-loop flows of given sizes, their completion times.
+
+    fctflow.py server --port 6000
+    fctflow.py client --dst 10.10.2.2 --port 6000 --algo timely --workload '{...}' --out f.json
+
+The client starts flows at Poisson arrivals so that their bytes offer `load_pct` of
+`rate_mbit`, from `start_s` to `stop_s` after it starts; each flow's size is drawn from
+`sizes_kb` ([[size, weight], ...]) with a fixed seed, so every algorithm sees the same
+flows. A flow is a new connection using the given congestion control: connect, send the
+bytes, shut down writing; the server reads to end of file and answers one byte. The flow
+completion time (FCT) is from the connection's start to that byte. Flows still open
+`grace_s` after the last arrival are recorded as unfinished, never dropped.
+
+Both sides are single-threaded event loops, so hundreds of concurrent flows cost little.
+"""
+import argparse
+import errno
+import json
+import random
+import selectors
+import socket
+import sys
+import time
+
+CHUNK = 256 * 1024
+
+
+def serve(port):
+    sel = selectors.DefaultSelector()
+    lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lsock.bind(("0.0.0.0", port))
+    lsock.listen(4096)
+    lsock.setblocking(False)
+    sel.register(lsock, selectors.EVENT_READ, None)
+    while True:
+        for key, _ in sel.select():
+            if key.data is None:
+                try:
+                    conn, _ = lsock.accept()
+                except BlockingIOError:
+                    continue
+                conn.setblocking(False)
+                sel.register(conn, selectors.EVENT_READ, "conn")
+                continue
+            conn = key.fileobj
+            try:
+                data = conn.recv(CHUNK)
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError:
+                _close(sel, conn)
+                continue
+            if not data:
+                # The sender shut down writing: everything arrived. One byte back is the
+                # sender's completion signal; the socket is small, so this cannot block.
+                try:
+                    conn.send(b"k")
+                except OSError:
+                    pass
+                _close(sel, conn)
+
+
+def _close(sel, sock):
+    sel.unregister(sock)
+    sock.close()
+
+
+def draw_flows(w):
+    """The workload's (arrival_s, size_bytes) list, the same for every run with one seed."""
+    rng = random.Random(w.get("seed", 1))
+    sizes = [int(s * 1024) for s, _ in w["sizes_kb"]]
+    weights = [wt for _, wt in w["sizes_kb"]]
+    mean_bytes = sum(s * wt for s, wt in zip(sizes, weights)) / sum(weights)
+    flows_per_s = w["load_pct"] / 100 * w["rate_mbit"] * 1e6 / 8 / mean_bytes
+    t, flows = w.get("start_s", 0.0), []
+    while True:
+        t += rng.expovariate(flows_per_s)
+        if t >= w["stop_s"]:
+            return flows
+        flows.append((t, rng.choices(sizes, weights)[0]))
+
+
+class Flow:
+    def __init__(self, size, arrival):
+        self.size, self.arrival, self.sent = size, arrival, 0
+        self.start = self.end = None
+        self.error = None
+
+
+def run_client(dst, port, algo, w):
+    plan = draw_flows(w)
+    payload = memoryview(bytes(CHUNK))
+    sel = selectors.DefaultSelector()
+    t0 = time.monotonic()
+    flows, i, open_n = [], 0, 0
+    deadline = w["stop_s"] + w.get("grace_s", 5.0)
+    while True:
+        now = time.monotonic() - t0
+        while i < len(plan) and plan[i][0] <= now:
+            f = Flow(plan[i][1], plan[i][0])
+            i += 1
+            flows.append(f)
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, algo.encode())
+            s.setblocking(False)
+            f.start = time.monotonic() - t0
+            err = s.connect_ex((dst, port))
+            if err not in (0, errno.EINPROGRESS):
+                f.error = f"connect: {errno.errorcode.get(err, err)}"
+                s.close()
+                continue
+            sel.register(s, selectors.EVENT_WRITE, f)
+            open_n += 1
+        if i >= len(plan) and open_n == 0:
+            break
+        if now > deadline:
+            break
+        timeout = plan[i][0] - now if i < len(plan) else deadline - now
+        for key, ev in sel.select(max(0.0, min(timeout, 0.1))):
+            f, s = key.data, key.fileobj
+            try:
+                if ev & selectors.EVENT_WRITE:
+                    n = s.send(payload[:min(CHUNK, f.size - f.sent)])
+                    f.sent += n
+                    if f.sent >= f.size:
+                        s.shutdown(socket.SHUT_WR)
+                        sel.modify(s, selectors.EVENT_READ, f)
+                else:
+                    if s.recv(1) != b"k":
+                        raise OSError("closed without the completion byte")
+                    f.end = time.monotonic() - t0
+                    sel.unregister(s)
+                    s.close()
+                    open_n -= 1
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError as e:
+                f.error = str(e)
+                sel.unregister(s)
+                s.close()
+                open_n -= 1
+    out = []
+    for f in flows:
+        r = {"size": f.size, "arrival_s": round(f.arrival, 6), "start_s": round(f.start, 6)}
+        if f.end is not None:
+            r["fct_us"] = round((f.end - f.start) * 1e6, 1)
+        else:
+            r["unfinished"] = f.error or f"open at the deadline ({f.sent} of {f.size} bytes sent)"
+        out.append(r)
+    return {"planned": len(plan), "flows": out}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("server")
+    s.add_argument("--port", type=int, required=True)
+    c = sub.add_parser("client")
+    c.add_argument("--dst", required=True)
+    c.add_argument("--port", type=int, required=True)
+    c.add_argument("--algo", required=True)
+    c.add_argument("--workload", required=True, help="JSON: see the module docstring")
+    c.add_argument("--out", required=True)
+    a = p.parse_args()
+    if a.cmd == "server":
+        serve(a.port)
+        return 0
+    res = run_client(a.dst, a.port, a.algo, json.loads(a.workload))
+    with open(a.out, "w") as f:
+        json.dump(res, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
