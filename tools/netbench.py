@@ -6,9 +6,10 @@ Builds the three-namespace dumbbell of selftests/lib.sh (cli -> rtr -> srv; the 
 is rtr's egress: an htb at the scenario's rate with a drop-tail FIFO, or RED step ECN
 marking at K packets for ECN algorithms such as dctcp; GSO/TSO/GRO off so the queue counts
 packets), starts one iperf3 flow per scheduled flow, and while they run samples every
-10 ms: each flow's RTT, cwnd and pacing rate (`ss -ti`) and the bottleneck backlog
-(`tc -s qdisc`). A scenario may add a flow-size workload (tools/fctflow.py): short flows
-at Poisson arrivals beside the long ones, reported as flow completion times by size.
+10 ms: each flow's RTT, cwnd and pacing rate (`ss -ti`'s fields) and the bottleneck backlog
+(`tc -s qdisc`'s), read over netlink (tools/nlsample.py). A scenario may add a flow-size
+workload (tools/fctflow.py): short flows at Poisson arrivals beside the long ones, reported
+as flow completion times by size.
 Writes everything, with summary metrics, as JSON.
 
 Two ways to call it:
@@ -25,6 +26,8 @@ import sys
 import tempfile
 import threading
 import time
+
+import nlsample
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIB = os.path.join(ROOT, "selftests", "lib.sh")
@@ -68,49 +71,46 @@ def expand_flows(sc):
     return flows
 
 
-# "<local addr>:<port> <peer addr>:<port>" at the end of ss's first line of a socket.
-SS_PORTS = re.compile(r":(\d+)\s+\S+:(\d+)\s*$")
-FIELDS = {
-    "rtt_us": (re.compile(r"\brtt:([0-9.]+)/"), lambda v: float(v) * 1000),
-    "cwnd": (re.compile(r"\bcwnd:(\d+)"), int),
-    "pacing_bps": (re.compile(r"\bpacing_rate (\d+)bps"), int),
-    "bytes_acked": (re.compile(r"\bbytes_acked:(\d+)"), int),
-}
-BACKLOG = re.compile(r"qdisc (pfifo|red) 10:.*?backlog \S+ (\d+)p", re.S)
+BOTTLENECK = ("r1", 0x00100000)  # rtr's device towards srv, qdisc 10: (handles are hex)
 
 
 class Sampler(threading.Thread):
-    """Samples flows (ss) and the bottleneck queue (tc) every SAMPLE_S until stopped."""
+    """Samples flows (the fields of `ss -ti`) and the bottleneck queue (`tc -s qdisc`'s
+    backlog) every SAMPLE_S until stopped, over netlink: spawning ss and tc 200 times a
+    second was most of a run's wall time in the guest."""
 
     def __init__(self, t0):
         super().__init__()
         self.t0, self.stop, self.flows, self.queue = t0, threading.Event(), [], []
+        self.error = None
 
     def run(self):
-        while not self.stop.is_set():
-            t = round(time.monotonic() - self.t0, 3)
-            r = sh(f"ip netns exec cli ss -tinH state established dst {SRV}", check=False)
-            lines = r.stdout.splitlines()
-            for head, info in zip(lines[0::2], lines[1::2]):
-                m = SS_PORTS.search(head.strip())
-                if not m:
-                    continue
-                # flow: the schedule entry (its server port); conn: the connection.
-                s = {"t": t, "flow": int(m.group(2)) - BASE_PORT, "conn": int(m.group(1))}
-                for k, (rx, conv) in FIELDS.items():
-                    v = rx.search(info)
-                    s[k] = conv(v.group(1)) if v else None
-                if int(m.group(2)) == FCT_PORT:
-                    s["fct"] = True  # a workload flow: its RTT counts, it has no time series
-                    self.flows.append(s)
-                # iperf3's control connection shares the port; it carries a few bytes.
-                elif (s["bytes_acked"] or 0) > 100_000:
-                    self.flows.append(s)
-            q = sh("tc -n rtr -s qdisc show dev r1", check=False).stdout
-            m = BACKLOG.search(q)
-            if m:
-                self.queue.append({"t": t, "pkts": int(m.group(2))})
-            self.stop.wait(SAMPLE_S)
+        try:
+            diag = nlsample.NetlinkSampler(tcp_netns="cli", qdisc_netns="rtr")
+            while not self.stop.is_set():
+                self.sample(diag)
+                self.stop.wait(SAMPLE_S)
+            diag.close()
+        except OSError as e:
+            self.error = f"sampler: {e}"
+
+    def sample(self, diag):
+        t = round(time.monotonic() - self.t0, 3)
+        for so in diag.tcp_established():
+            if "rtt_us" not in so:
+                continue
+            # flow: the schedule entry (its server port); conn: the connection.
+            s = {"t": t, "flow": so["dport"] - BASE_PORT, "conn": so["sport"],
+                 **{k: so[k] for k in ("rtt_us", "cwnd", "pacing_bps", "bytes_acked")}}
+            if so["dport"] == FCT_PORT:
+                s["fct"] = True  # a workload flow: its RTT counts, it has no time series
+                self.flows.append(s)
+            # iperf3's control connection shares the port; it carries a few bytes.
+            elif s["bytes_acked"] > 100_000:
+                self.flows.append(s)
+        backlog = diag.qdisc_backlog(*BOTTLENECK)
+        if backlog is not None:
+            self.queue.append({"t": t, "pkts": backlog})
 
 
 def run_scenario(sc, algo, log=print):
@@ -207,6 +207,8 @@ def run_scenario(sc, algo, log=print):
     sampler.join()
     lib("ns_cleanup")
 
+    if sampler.error:
+        per_flow.append({"error": sampler.error})
     res["flows"] = per_flow
     res["samples"] = sampler.flows
     res["queue"] = sampler.queue

@@ -2,7 +2,8 @@
 # The project's whole test suite (`make test`):
 #   1. host: cargo test of the pure control-law core;
 #   2. KUnit in UML: the abstraction's suite at boot, each module's suite on insmod;
-#   3. netns selftests in UML, kselftest TAP, one boot per module.
+#   3. netns selftests in UML, kselftest TAP, one boot per module, and one of the bench's
+#      instruments.
 # Prints every result, then a last line "N passed, N failed". Exit status 0 only if
 # nothing failed and every expected suite reported.
 set -uo pipefail
@@ -90,6 +91,9 @@ for m in "${MODULES[@]}"; do
 	# shellcheck disable=SC2086
 	[ -z "$own" ] || selftest "$(basename "$own" .sh)" "$own" "$ko" $params
 done
+
+# The bench's instruments (netlink sampler, flow-size workload) measure what they claim.
+selftest bench_tools selftests/bench_tools.sh
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
