@@ -38,12 +38,12 @@ ns_cleanup() {
 	return 0
 }
 
-# setup_dumbbell RATE_MBIT DELAY_US QUEUE_PKTS [ECN_K_PKTS]
+# setup_dumbbell RATE_MBIT DELAY_US QUEUE_PKTS [ECN_K_PKTS [MTU]]
 # Bottleneck: htb at RATE on rtr->srv with a drop-tail FIFO of QUEUE packets, or, with
-# ECN_K, RED marking CE above K packets (DCTCP-style step). DELAY_US of one-way delay on
+# ECN_K, RED marking CE above K packets (DCTCP-style step) in a buffer of the same size. DELAY_US of one-way delay on
 # the reverse path (srv->rtr), so the base RTT is DELAY_US plus stack time.
 setup_dumbbell() {
-	local rate=$1 delay_us=$2 queue=$3 ecn_k=${4:-}
+	local rate=$1 delay_us=$2 queue=$3 ecn_k=${4:-} mtu=${5:-1500}
 	ns_cleanup
 	ip netns add $NS_CLI && ip netns add $NS_RTR && ip netns add $NS_SRV || return 1
 	ip link add c0 netns $NS_CLI type veth peer name r0 netns $NS_RTR || return 1
@@ -58,7 +58,7 @@ setup_dumbbell() {
 		ns=${nd%%:*} dev=${nd#*:}
 		# Packet-sized skbs, so the bottleneck queue counts real packets.
 		ip netns exec "$ns" ethtool -K "$dev" gso off tso off gro off >/dev/null 2>&1
-		ip -n "$ns" link set "$dev" up
+		ip -n "$ns" link set "$dev" mtu "$mtu" up || return 1
 	done
 	ip -n $NS_CLI route add default via 10.10.1.2
 	ip -n $NS_SRV route add default via 10.10.2.1
@@ -70,9 +70,11 @@ setup_dumbbell() {
 		burst 3000 cburst 3000 quantum 1514 || return 1
 	if [ -n "$ecn_k" ]; then
 		local k_bytes=$((ecn_k * 1514))
-		tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: red limit $((queue * 1514 * 4)) \
+		# nodrop: a packet that is not ECN-capable (SYN, FIN, pure ACK) is queued, not
+		# dropped, above K, as datacenter switches do; only the full buffer drops.
+		tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: red limit $((queue * 1514)) \
 			min $k_bytes max $((k_bytes + 1)) avpkt 1514 burst $((ecn_k + 1)) \
-			probability 1.0 bandwidth "${rate}mbit" ecn || return 1
+			probability 1.0 bandwidth "${rate}mbit" ecn nodrop || return 1
 	else
 		tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: pfifo limit "$queue" || return 1
 	fi

@@ -132,7 +132,12 @@ def order(rs):
                                      else 99, r.get("rep", 0)))
 
 
-def plot_scenario(sc, rs):
+def stamp(fig, text):
+    """Every figure names its scenario file, commit and kernel at its foot."""
+    fig.text(0.005, 0.005, text, fontsize=6, color="0.4", ha="left", va="bottom")
+
+
+def plot_scenario(sc, rs, label):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -157,7 +162,8 @@ def plot_scenario(sc, rs):
         ax.grid(alpha=0.3)
     axes[1].legend(fontsize=8)
     fig.suptitle(f"{sc['name']}: RTT and queue distributions", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    stamp(fig, label)
     name = f"{sc['name']}-cdf.png"
     fig.savefig(os.path.join(PLOTS, name), dpi=90)
     plt.close(fig)
@@ -188,17 +194,18 @@ def plot_scenario(sc, rs):
     axes[-1][0].set_xlabel("time (s)")
     axes[-1][1].set_xlabel("time (s)")
     fig.suptitle(f"{sc['name']}: per-flow throughput and RTT over time", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    stamp(fig, label)
     name = f"{sc['name']}-time.png"
     fig.savefig(os.path.join(PLOTS, name), dpi=80)
     plt.close(fig)
     files.append(name)
     if any("fct_by_size" in r for r in ok):
-        files.append(plot_fct(sc, ok))
+        files.append(plot_fct(sc, ok, label))
     return files
 
 
-def plot_fct(sc, ok):
+def plot_fct(sc, ok, label):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 3.8))
@@ -216,7 +223,8 @@ def plot_fct(sc, ok):
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, ncol=2)
     fig.suptitle(f"{sc['name']}: flow completion time by size", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    stamp(fig, label)
     name = f"{sc['name']}-fct.png"
     fig.savefig(os.path.join(PLOTS, name), dpi=90)
     plt.close(fig)
@@ -265,13 +273,15 @@ def cmd_report(a):
            "and T_high/T_low preserved).", "",
            "Every run is a fresh boot of the test kernel. Topology: sender namespace, router "
            "namespace holding the bottleneck (htb at the scenario's rate; drop-tail FIFO, or "
-           "RED step ECN marking at K packets for dctcp), receiver namespace; GSO/TSO/GRO off; "
+           "RED step ECN marking at K packets for dctcp, non-ECN packets queued, not dropped, "
+           "in a buffer of the same size), receiver namespace; GSO/TSO/GRO off; "
            "one-way delay on the reverse path. Throughput is TCP goodput; utilization is "
            "goodput over the bottleneck's goodput capacity (1448 payload bytes per 1514-byte "
-           "frame). RTT is each flow's smoothed RTT from `ss -ti` every 10 ms; queue is the "
-           "bottleneck backlog from `tc -s qdisc` every 10 ms. Metrics are over each scenario's "
-           "measurement window; convergence is the time from the last change in the flow set "
-           "until the flows hold >= 90% of capacity with Jain >= 0.9 per 100 ms.", ""]
+           "frame). RTT is each flow's smoothed RTT as `ss -ti` shows it, every 10 ms; queue "
+           "is the bottleneck backlog as `tc -s qdisc` shows it, every 10 ms (both read over "
+           "netlink). Metrics are over each scenario's measurement window; convergence is the time from the last change in the flow set "
+           "until the flows hold >= 90% of capacity with Jain >= 0.9 per 100 ms.", "",
+           "## Headline", ""] + headline(results) + [""]
     for name in ["calibration"] + sorted(n for n in results if n != "calibration"):
         if name not in results:
             continue
@@ -302,12 +312,80 @@ def cmd_report(a):
         if name == "calibration":
             out += [""] + calibration_notes(sc, rs)
         out.append("")
-        for png in plot_scenario(sc, rs):
+        label = (f"{sc.get('file', name)}, commit "
+                 + ", ".join(sorted({r.get("commit", meta["commit"]) for r in rs}))
+                 + f", {config('KERNEL_DEB_VERSION')} ARCH=um + patches/series, "
+                 + ", ".join(sorted({f"{r.get('clock')} time" for r in rs})))
+        for png in plot_scenario(sc, rs, label):
             out += [f"![{png}](plots/{png})", ""]
     with open(REPORT, "w") as f:
         f.write("\n".join(out) + "\n")
     print(f"wrote {os.path.relpath(REPORT, ROOT)} and {len(os.listdir(PLOTS))} plots")
+    if update_readme(headline(results)):
+        print("updated the headline table in README.md")
     return 0
+
+
+README = os.path.join(ROOT, "README.md")
+HEADLINE_MARKS = ("<!-- headline: written by tools/bench.py report -->", "<!-- headline end -->")
+
+
+def headline(results):
+    """One row per algorithm across the main scenarios (first run of each)."""
+    def run(name, algo):
+        for r in results.get(name, []):
+            if r["algo"] == algo and r.get("rep", 0) == 0:
+                return r
+        return None
+
+    def cell(name, algo, keys):
+        r = run(name, algo)
+        if r is None:
+            return "-"
+        if not r.get("ok"):
+            return "FAILED"
+        parts = []
+        for k in keys:
+            v = r.get(k)
+            parts.append({"util_pct": lambda x: f"{x:.0f}%", "rtt_p99_us": lambda x: f"{x:.0f} us",
+                          "jain": lambda x: f"J {x:.2f}", "convergence_s": lambda x: f"{x:.1f} s"}
+                         [k](v) if v is not None else ("never" if k == "convergence_s" else "-"))
+        return " / ".join(parts)
+
+    def small_fct_p99(algo):
+        r = run("fct_websearch", algo)
+        if r is None or not r.get("ok") or "fct" not in r:
+            return "-"
+        xs = sorted(f["fct_us"] for f in r["fct"]["flows"] if "fct_us" in f and f["size"] < 100 * 1024)
+        return f"{xs[min(len(xs) - 1, int(0.99 * len(xs)))] / 1000:.1f} ms" if xs else "-"
+
+    algos = [a for a in ALGO_ORDER if any(r["algo"] == a for rs in results.values() for r in rs)
+             and a != "rust_reno"]
+    lines = ["| algorithm | 1 flow: util / p99 RTT | 4 flows: util / p99 RTT / Jain "
+             "| 16 flows (incast): util / p99 RTT / Jain | 16 -> 2 flows: converge "
+             "| 2nd flow joins: Jain / converge | web-search FCT p99, < 100 KB |",
+             "|---|---|---|---|---|---|---|"]
+    for a in algos:
+        lines.append(f"| {a} | {cell('one_flow', a, ['util_pct', 'rtt_p99_us'])} "
+                     f"| {cell('four_flows', a, ['util_pct', 'rtt_p99_us', 'jain'])} "
+                     f"| {cell('incast16', a, ['util_pct', 'rtt_p99_us', 'jain'])} "
+                     f"| {cell('flows_leaving', a, ['convergence_s'])} "
+                     f"| {cell('convergence', a, ['jain', 'convergence_s'])} "
+                     f"| {small_fct_p99(a)} |")
+    return lines
+
+
+def update_readme(lines):
+    """Replace the headline table between the README's markers, if it has them."""
+    text = open(README).read()
+    start, end = HEADLINE_MARKS
+    if start not in text or end not in text:
+        return False
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    with open(README, "w") as f:
+        f.write(head + start + "\n" + "\n".join(lines) + "\n" + end + tail)
+    return True
 
 
 def spread_rows(rs):

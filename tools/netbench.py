@@ -116,7 +116,8 @@ class Sampler(threading.Thread):
 def run_scenario(sc, algo, log=print):
     ecn_k = sc.get("ecn_k_pkts", "") if algo in ECN_ALGOS else ""
     flows = expand_flows(sc)
-    lib(f"setup_dumbbell {sc['rate_mbit']} {sc['delay_us']} {sc['queue_pkts']} {ecn_k}")
+    lib(f"setup_dumbbell {sc['rate_mbit']} {sc['delay_us']} {sc['queue_pkts']} "
+        f"'{ecn_k}' {sc.get('mtu', 1500)}")
     for i in range(1 if len(set(flows)) == 1 else len(flows)):
         sh(f"ip netns exec srv iperf3 -s -D -1 -p {BASE_PORT + i}")
     time.sleep(0.2)
