@@ -164,7 +164,7 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
     type Data = State;
 
     fn init(sk: &mut Sock<'_>, st: &mut State) {
-        let p = params();
+        let p = params().for_mss(sk.mss());
         st.cc = Timely::new(&p, p.init_rate_bps());
         st.seg.restart(sk.now_us());
         sk.request_internal_pacing();
@@ -172,7 +172,7 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
     }
 
     fn cong_control(sk: &mut Sock<'_>, st: &mut State, _ack: u32, _flag: i32, rs: &RateSample) {
-        let p = params();
+        let p = params().for_mss(sk.mss());
         let acked_bytes = rs.acked_sacked.saturating_mul(sk.mss());
         // A delayed ACK's RTT includes the receiver's delayed-ACK timer (tens of ms), not
         // the network: TIMELY's NIC-generated ACKs have no such delay, so skip the sample.
@@ -191,7 +191,7 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
 
     fn set_state(sk: &mut Sock<'_>, st: &mut State, new_state: CaState) {
         if in_loss_recovery(new_state) && !in_loss_recovery(sk.ca_state()) {
-            let p = params();
+            let p = params().for_mss(sk.mss());
             st.cc.on_loss(&p);
             Self::apply(sk, st, &p);
         }

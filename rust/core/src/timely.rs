@@ -112,6 +112,12 @@ pub const MAX_RATE_MBPS: u32 = 400_000;
 pub const MAX_SEG_BYTES: u32 = 65_536;
 /// Smallest fraction of the rate one decrease may leave.
 pub const MAX_CUT_PPM: u64 = PPM / 2;
+/// Longest gap allowed between paced packets: half the shortest delayed-ACK timeout of a
+/// Linux receiver (40 ms). Paced further apart, every packet waits for the receiver's
+/// timer, every RTT sample carries tens of milliseconds that TIMELY reads as queueing, and
+/// the rate never recovers; within it, every second packet is ACKed at once, and the
+/// minimum over a segment's samples is the network's RTT.
+pub const MAX_PACKET_GAP_US: u64 = 20_000;
 
 impl Params {
     /// The papers' parameters at 10 Gbit/s ([T] §6, [Z] footnote 4 and §4.3).
@@ -141,6 +147,18 @@ impl Params {
     /// Rate floor in bit/s.
     pub fn min_rate_bps(&self) -> u64 {
         u64::from(self.min_rate_kbps) * 1000
+    }
+
+    /// The parameters for a flow with this MSS: the rate floor raised, if needed, to one
+    /// packet per [`MAX_PACKET_GAP_US`] (580 kbit/s at MSS 1448), never above the cap.
+    pub fn for_mss(&self, mss_bytes: u32) -> Params {
+        // kbit/s = bits * 1000 / us, rounded up.
+        let gap_floor_kbps = (u64::from(mss_bytes) * 8 * 1000).div_ceil(MAX_PACKET_GAP_US);
+        let gap_floor_kbps = gap_floor_kbps.min(u64::from(self.max_rate_mbps) * 1000) as u32;
+        Params {
+            min_rate_kbps: self.min_rate_kbps.max(gap_floor_kbps),
+            ..*self
+        }
     }
 
     /// Rate ceiling in bit/s.
@@ -515,6 +533,36 @@ mod tests {
     #[test]
     fn paper_params_are_valid() {
         assert_eq!(P.validate(), Ok(()));
+    }
+
+    #[test]
+    fn rate_floor_keeps_packets_within_the_delayed_ack_timeout() {
+        let low = Params {
+            min_rate_kbps: 100,
+            max_rate_mbps: 100,
+            ..P
+        };
+        let p = low.for_mss(1448);
+        assert_eq!(p.min_rate_kbps, 580);
+        assert_eq!(p.validate(), Ok(()));
+        // A gap of one MSS at the floor is within the limit.
+        assert!(1448 * 8 * 1_000_000 / p.min_rate_bps() <= MAX_PACKET_GAP_US);
+        // A higher configured floor is kept; the cap is never exceeded.
+        assert_eq!(P.for_mss(1448).min_rate_kbps, P.min_rate_kbps);
+        let tiny_cap = Params {
+            min_rate_kbps: 1,
+            max_rate_mbps: 1,
+            delta_kbps: 1,
+            ..P
+        };
+        assert_eq!(tiny_cap.for_mss(65_535).min_rate_kbps, 1000);
+        assert_eq!(tiny_cap.for_mss(65_535).validate(), Ok(()));
+        // Delayed-ACK-sized RTTs push the rate down to the floor, not below it.
+        let mut t = Timely::new(&p, p.max_rate_bps());
+        for i in 0..200 {
+            t.on_completion(&p, Variant::Original, 40_000 + (i % 7) * 300, false);
+            assert!(t.rate_bps >= 580_000);
+        }
     }
 
     #[test]
