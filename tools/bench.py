@@ -132,9 +132,18 @@ def order(rs):
                                      else 99, r.get("rep", 0)))
 
 
-def stamp(fig, text):
-    """Every figure names its scenario file, commit and kernel at its foot."""
-    fig.text(0.005, 0.005, text, fontsize=6, color="0.4", ha="left", va="bottom")
+def save(fig, sc, kind, title, label, foot=0.04, dpi=90):
+    """Titles, stamps and writes a figure; every figure names its scenario file, commit and
+    kernel at its foot. Returns the PNG's name."""
+    import matplotlib.pyplot as plt
+
+    fig.suptitle(f"{sc['name']}: {title}", fontsize=10)
+    fig.tight_layout(rect=(0, foot, 1, 1))
+    fig.text(0.005, 0.005, label, fontsize=6, color="0.4", ha="left", va="bottom")
+    name = f"{sc['name']}-{kind}.png"
+    fig.savefig(os.path.join(PLOTS, name), dpi=dpi)
+    plt.close(fig)
+    return name
 
 
 def plot_scenario(sc, rs, label):
@@ -161,13 +170,7 @@ def plot_scenario(sc, rs, label):
         ax.set_ylabel("CDF")
         ax.grid(alpha=0.3)
     axes[1].legend(fontsize=8)
-    fig.suptitle(f"{sc['name']}: RTT and queue distributions", fontsize=10)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    stamp(fig, label)
-    name = f"{sc['name']}-cdf.png"
-    fig.savefig(os.path.join(PLOTS, name), dpi=90)
-    plt.close(fig)
-    files.append(name)
+    files.append(save(fig, sc, "cdf", "RTT and queue distributions", label))
     # Per-flow throughput and RTT over time, one row per algorithm.
     fig, axes = plt.subplots(len(ok), 2, figsize=(11, 2.2 * len(ok)), squeeze=False)
     for row, r in zip(axes, ok):
@@ -193,13 +196,8 @@ def plot_scenario(sc, rs, label):
             ax.tick_params(labelsize=7)
     axes[-1][0].set_xlabel("time (s)")
     axes[-1][1].set_xlabel("time (s)")
-    fig.suptitle(f"{sc['name']}: per-flow throughput and RTT over time", fontsize=10)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    stamp(fig, label)
-    name = f"{sc['name']}-time.png"
-    fig.savefig(os.path.join(PLOTS, name), dpi=80)
-    plt.close(fig)
-    files.append(name)
+    files.append(save(fig, sc, "time", "per-flow throughput and RTT over time", label,
+                      foot=0.03, dpi=80))
     if any("fct_by_size" in r for r in ok):
         files.append(plot_fct(sc, ok, label))
     return files
@@ -222,13 +220,7 @@ def plot_fct(sc, ok, label):
     ax.set_ylabel("flow completion time (ms, log)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, ncol=2)
-    fig.suptitle(f"{sc['name']}: flow completion time by size", fontsize=10)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    stamp(fig, label)
-    name = f"{sc['name']}-fct.png"
-    fig.savefig(os.path.join(PLOTS, name), dpi=90)
-    plt.close(fig)
-    return name
+    return save(fig, sc, "fct", "flow completion time by size", label)
 
 
 # Size classes of the FCT table, as the papers group them.
