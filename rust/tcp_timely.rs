@@ -18,6 +18,8 @@
 //!   when `line_rate_mbps` is set; the law runs once per completion;
 //! - a completion the stack marked application-limited, and whose delivery rate was below
 //!   80% of the target, never raises the rate;
+//! - a new flow starts at the fair share C / (N + 1), N being the flows of either variant
+//!   already active at this host ("ECN or Delay", section 4), unless `init_rate_mbps` is set;
 //! - entering fast recovery or a retransmission timeout halves the rate, once per episode,
 //!   unless the last RTT showed no queue (then the loss is not congestion).
 //!
@@ -27,6 +29,7 @@
 
 use kernel::net::tcp::cong::{self, Algorithm, CaState, Event, Info, RateSample, Sock};
 use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Relaxed};
 
 // The pure control laws, shared with the host tests; not every item is used here.
 #[allow(unreachable_pub, dead_code)]
@@ -84,7 +87,7 @@ module! {
         },
         init_rate_mbps: u32 {
             default: 0,
-            description: "rate of a new flow (Mbit/s); 0: max_rate_mbps",
+            description: "rate of a new flow (Mbit/s); 0: max_rate_mbps / (flows + 1)",
         },
         seg_bytes: u32 {
             default: 16384,
@@ -126,6 +129,10 @@ fn params() -> Params {
     }
 }
 
+/// Sockets of either variant between `init` and `release`: the flows already active at
+/// this host when a new one starts, whose fair share it starts at.
+static ACTIVE_FLOWS: Atomic<i32> = Atomic::new(0);
+
 /// Per-socket state, in `icsk_ca_priv`.
 #[derive(Clone, Copy, Zeroable)]
 struct State {
@@ -165,10 +172,16 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
 
     fn init(sk: &mut Sock<'_>, st: &mut State) {
         let p = params().for_mss(sk.mss());
-        st.cc = Timely::new(&p, p.init_rate_bps());
+        let others = ACTIVE_FLOWS.fetch_add(1, Relaxed).max(0) as u32;
+        st.cc = Timely::new(&p, p.init_rate_bps(others));
         st.seg.restart(sk.now_us());
         sk.request_internal_pacing();
         Self::apply(sk, st, &p);
+    }
+
+    fn release(_sk: &mut Sock<'_>, _st: &mut State) {
+        // The kernel calls release exactly once for every init.
+        ACTIVE_FLOWS.add(-1, Relaxed);
     }
 
     fn cong_control(sk: &mut Sock<'_>, st: &mut State, _ack: u32, _flag: i32, rs: &RateSample) {
@@ -275,8 +288,26 @@ mod tests {
         let mut s = TestSocket::with_algorithm::<TimelyCc<false>>()?;
         let p = params();
         assert_eq!(s.sock().pacing(), Pacing::Internal);
-        assert_eq!(rate_bytes_per_sec(&mut s), p.init_rate_bps() / 8);
-        assert_eq!(s.cwnd(), timely::cwnd_cap_pkts(&p, p.init_rate_bps(), MSS));
+        assert_eq!(rate_bytes_per_sec(&mut s), p.init_rate_bps(0) / 8);
+        assert_eq!(s.cwnd(), timely::cwnd_cap_pkts(&p, p.init_rate_bps(0), MSS));
+        Ok(())
+    }
+
+    #[test]
+    fn new_flow_starts_at_its_fair_share() -> Result {
+        let line_rate = params().init_rate_bps(0) / 8;
+        let mut first = TestSocket::with_algorithm::<TimelyCc<false>>()?;
+        assert_eq!(rate_bytes_per_sec(&mut first), line_rate);
+        {
+            // Both variants count: they share the host's link.
+            let mut second = TestSocket::with_algorithm::<TimelyCc<true>>()?;
+            assert_eq!(rate_bytes_per_sec(&mut second), line_rate / 2);
+            let mut third = TestSocket::with_algorithm::<TimelyCc<false>>()?;
+            assert_eq!(rate_bytes_per_sec(&mut third), line_rate / 3);
+        }
+        // Released sockets no longer count.
+        let mut fourth = TestSocket::with_algorithm::<TimelyCc<false>>()?;
+        assert_eq!(rate_bytes_per_sec(&mut fourth), line_rate / 2);
         Ok(())
     }
 

@@ -25,6 +25,8 @@
 //! resolution (a 1 us step over a 20 us minimum RTT is a gradient of 0.05).
 //!
 //! What the papers leave open, and what is done here:
+//! - initial rate: the fair share C / (N + 1) of "ECN or Delay", N flows being already
+//!   active at this host (see [`Params::init_rate_bps`]), unless `init_rate_mbps` is set;
 //! - first sample: it only initialises `prev_rtt` (as eRPC's port of the authors' code);
 //! - a decrease never cuts the rate by more than half in one update (as eRPC), and the rate
 //!   is always kept within `[min_rate_bps, max_rate_bps]`;
@@ -166,12 +168,17 @@ impl Params {
         u64::from(self.max_rate_mbps) * 1_000_000
     }
 
-    /// Rate of a new flow in bit/s.
-    pub fn init_rate_bps(&self) -> u64 {
-        match self.init_rate_mbps {
-            0 => self.max_rate_bps(),
+    /// Rate of a new flow in bit/s when `other_flows` flows of this controller are already
+    /// active at this host: `init_rate_mbps` if set, else the fair share C / (N + 1) that
+    /// "ECN or Delay" (section 4) proposes, C being `max_rate_mbps`; never below the floor.
+    /// Starting every flow at C instead overflows the bottleneck when N flows start
+    /// together: N line-rate bursts for the RTT or two before the first RTT gradient.
+    pub fn init_rate_bps(&self, other_flows: u32) -> u64 {
+        let rate = match self.init_rate_mbps {
+            0 => self.max_rate_bps() / (u64::from(other_flows) + 1),
             r => u64::from(r) * 1_000_000,
-        }
+        };
+        rate.clamp(self.min_rate_bps(), self.max_rate_bps())
     }
 
     /// Reference RTT of the patched law.
@@ -873,6 +880,22 @@ mod tests {
         assert!(is_app_limited(799, 1000));
         assert!(!is_app_limited(800, 1000));
         assert!(!is_app_limited(u64::MAX, u64::MAX));
+    }
+
+    #[test]
+    fn initial_rate_is_the_fair_share_of_active_flows() {
+        assert_eq!(P.init_rate_bps(0), 10_000_000_000);
+        assert_eq!(P.init_rate_bps(1), 5_000_000_000);
+        assert_eq!(P.init_rate_bps(3), 2_500_000_000);
+        // Never below the floor, however many flows are open.
+        assert_eq!(P.init_rate_bps(u32::MAX), P.min_rate_bps());
+        // An explicit initial rate does not depend on the other flows.
+        let fixed = Params {
+            init_rate_mbps: 300,
+            ..P
+        };
+        assert_eq!(fixed.init_rate_bps(0), 300_000_000);
+        assert_eq!(fixed.init_rate_bps(99), 300_000_000);
     }
 
     #[test]
