@@ -14,7 +14,8 @@
 //!   is needed; cwnd only caps what is in flight at the rate times `T_high + min_rtt`;
 //! - ACKs are grouped into completions of `seg_bytes`; each completion's RTT is the
 //!   kernel's microsecond sample of the ACK that completed it (invalid samples, such as
-//!   those of retransmitted data, and samples of delayed ACKs are skipped), minus the segment's serialization time
+//!   those of retransmitted data, and samples of ACKs the receiver may have held for its
+//!   delayed-ACK timer are skipped), minus the segment's serialization time
 //!   when `line_rate_mbps` is set; the law runs once per completion;
 //! - a completion the stack marked application-limited, and whose delivery rate was below
 //!   80% of the target, never raises the rate;
@@ -187,9 +188,8 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
     fn cong_control(sk: &mut Sock<'_>, st: &mut State, _ack: u32, _flag: i32, rs: &RateSample) {
         let p = params().for_mss(sk.mss());
         let acked_bytes = rs.acked_sacked.saturating_mul(sk.mss());
-        // A delayed ACK's RTT includes the receiver's delayed-ACK timer (tens of ms), not
-        // the network: TIMELY's NIC-generated ACKs have no such delay, so skip the sample.
-        let rtt_us = if rs.is_ack_delayed { None } else { rs.rtt_us };
+        // Not a sample that may include the receiver's delayed-ACK timer.
+        let rtt_us = timely::usable_rtt_us(rs.rtt_us, rs.is_ack_delayed);
         if let Some(c) = st.seg.on_ack(&p, sk.now_us(), acked_bytes, rtt_us) {
             // The 80% rule, where the stack saw the application leave the pipe idle: a
             // per-segment delivery rate alone is too noisy (ACK compression) to block
@@ -213,7 +213,8 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
     fn cwnd_event(sk: &mut Sock<'_>, st: &mut State, event: Event) {
         if event == Event::TxStart {
             // Back from idle: the next segment's delivery rate must not span the gap.
-            st.seg.on_tx_start(&params(), sk.now_us());
+            let p = params().for_mss(sk.mss());
+            st.seg.on_tx_start(&p, sk.now_us(), st.cc.rate_bps, sk.mss());
         }
     }
 
@@ -330,11 +331,16 @@ mod tests {
         let mut s = TestSocket::with_algorithm::<TimelyCc<false>>()?;
         let start = rate_bytes_per_sec(&mut s);
         let mut now = 1000;
+        // Long enough to include a delayed-ACK timer (40 ms): skipped when flagged.
         for _ in 0..4 {
-            segment(&mut s, &mut now, 5000, true);
+            segment(&mut s, &mut now, 45_000, true);
             segment(&mut s, &mut now, -1, false);
         }
         assert_eq!(rate_bytes_per_sec(&mut s), start);
+        // Flagged but shorter than any timer: the network's RTT, and 1000 us > T_high.
+        segment(&mut s, &mut now, 1000, true);
+        segment(&mut s, &mut now, 1000, true);
+        assert_eq!(rate_bytes_per_sec(&mut s), start * 6 / 10);
         Ok(())
     }
 

@@ -287,6 +287,8 @@ def cmd_report(a):
                 + ", ".join(sorted({f"commit `{r.get('commit', meta['commit'])}`, "
                                     f"{r.get('date', meta['date'])}, {r.get('clock')} time"
                                     for r in rs})) + ".", ""]
+        if sc.get("timely_params"):
+            out += [f"TIMELY parameters in this scenario: `{sc['timely_params']}`.", ""]
         if sc.get("paper"):
             out += [f"Paper: {sc['paper']}", ""]
         out += ["| algorithm | run | Mbit/s | util | RTT p50 us | RTT p99 us | queue p50/p99 pkts "
