@@ -71,10 +71,16 @@ def run_job(job, timely_params, prov):
 
 
 def provenance():
-    """What a figure must name: the commit (dirty if the tree was) and when it ran."""
+    """What a figure must name: the commit (dirty if the code differed from it) and when
+    it ran. The bench's own outputs (results/, the README's headline) are not code."""
+    git = ["git", "-C", ROOT]
+    commit = subprocess.run(git + ["rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    changed = subprocess.run(git + ["status", "--porcelain", "--untracked-files=no", "--",
+                                    ".", ":(exclude)results", ":(exclude)README.md"],
+                             capture_output=True, text=True).stdout.strip()
     return {
-        "commit": subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
-                                 capture_output=True, text=True).stdout.strip(),
+        "commit": commit + ("-dirty" if changed else ""),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
 
@@ -409,8 +415,11 @@ def calibration_notes(sc, rs):
         return ["Calibration failed: no numbers."]
     pkt_us = 1514 * 8 / sc["rate_mbit"]
     utils = ", ".join("{:.1f}%".format(r["util_pct"]) for r in ok)
+    # Only where the bottleneck held a queue: otherwise the link was not the bottleneck
+    # (on the normal clock, the guest's CPU is) and the RTT grew somewhere else.
     per_pkt = ", ".join("{:.1f} us/packet".format((r["rtt_p50_us"] - r["idle_rtt_us"])
-                                                   / max(r["queue_p50_pkts"], 1))
+                                                   / r["queue_p50_pkts"])
+                        if r["queue_p50_pkts"] else "no queue at the bottleneck"
                         for r in ok if r["idle_rtt_us"] and r["rtt_p50_us"])
     notes = [f"- Utilization of one cubic flow: {utils} (target >= 97%).",
              f"- Idle RTT (ping before the flow): {', '.join(fmt(r['idle_rtt_us']) for r in ok)} us "
