@@ -20,7 +20,7 @@
 //! - a completion the stack marked application-limited, and whose delivery rate was below
 //!   80% of the target, never raises the rate;
 //! - a new flow starts at the fair share C / (N + 1), N being the flows of either variant
-//!   already active at this host ("ECN or Delay", section 4), unless `init_rate_mbps` is set;
+//!   sending from this host ("ECN or Delay", section 4), unless `init_rate_mbps` is set;
 //! - entering fast recovery or a retransmission timeout halves the rate, once per episode,
 //!   unless the last RTT showed no queue (then the loss is not congestion).
 //!
@@ -130,8 +130,10 @@ fn params() -> Params {
     }
 }
 
-/// Sockets of either variant between `init` and `release`: the flows already active at
-/// this host when a new one starts, whose fair share it starts at.
+/// Sockets of either variant that have had data ACKed and are not yet released: the
+/// flows already sending from this host when a new one starts, whose fair share it starts
+/// at. A socket that only receives never has data ACKed (the stack calls no congestion
+/// control for ACKs with nothing in flight) and is not counted.
 static ACTIVE_FLOWS: Atomic<i32> = Atomic::new(0);
 
 /// Per-socket state, in `icsk_ca_priv`.
@@ -139,6 +141,8 @@ static ACTIVE_FLOWS: Atomic<i32> = Atomic::new(0);
 struct State {
     cc: Timely,
     seg: Segmenter,
+    /// Counted in `ACTIVE_FLOWS`.
+    counted: bool,
 }
 
 /// TIMELY; `PATCHED` selects Algorithm 2 of "ECN or Delay" in the gradient zone.
@@ -173,20 +177,26 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
 
     fn init(sk: &mut Sock<'_>, st: &mut State) {
         let p = params().for_mss(sk.mss());
-        let others = ACTIVE_FLOWS.fetch_add(1, Relaxed).max(0) as u32;
+        let others = ACTIVE_FLOWS.load(Relaxed).max(0) as u32;
         st.cc = Timely::new(&p, p.init_rate_bps(others));
         st.seg.restart(sk.now_us());
         sk.request_internal_pacing();
         Self::apply(sk, st, &p);
     }
 
-    fn release(_sk: &mut Sock<'_>, _st: &mut State) {
-        // The kernel calls release exactly once for every init.
-        ACTIVE_FLOWS.add(-1, Relaxed);
+    fn release(_sk: &mut Sock<'_>, st: &mut State) {
+        if st.counted {
+            ACTIVE_FLOWS.add(-1, Relaxed);
+            st.counted = false;
+        }
     }
 
     fn cong_control(sk: &mut Sock<'_>, st: &mut State, _ack: u32, _flag: i32, rs: &RateSample) {
         let p = params().for_mss(sk.mss());
+        if !st.counted && rs.acked_sacked > 0 {
+            ACTIVE_FLOWS.add(1, Relaxed);
+            st.counted = true;
+        }
         let acked_bytes = rs.acked_sacked.saturating_mul(sk.mss());
         // Not a sample that may include the receiver's delayed-ACK timer.
         let rtt_us = timely::usable_rtt_us(rs.rtt_us, rs.is_ack_delayed);
@@ -214,7 +224,8 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
         if event == Event::TxStart {
             // Back from idle: the next segment's delivery rate must not span the gap.
             let p = params().for_mss(sk.mss());
-            st.seg.on_tx_start(&p, sk.now_us(), st.cc.rate_bps, sk.mss());
+            st.seg
+                .on_tx_start(&p, sk.now_us(), st.cc.rate_bps, sk.mss());
         }
     }
 
@@ -299,14 +310,24 @@ mod tests {
         let line_rate = params().init_rate_bps(0) / 8;
         let mut first = TestSocket::with_algorithm::<TimelyCc<false>>()?;
         assert_eq!(rate_bytes_per_sec(&mut first), line_rate);
+        // A socket counts once it has had data ACKed: before, it may only be receiving.
+        let receiver = TestSocket::with_algorithm::<TimelyCc<false>>()?;
+        assert_eq!(
+            rate_bytes_per_sec(&mut TestSocket::with_algorithm::<TimelyCc<false>>()?),
+            line_rate
+        );
+        first.cong_control(1, -1, false, false);
         {
             // Both variants count: they share the host's link.
             let mut second = TestSocket::with_algorithm::<TimelyCc<true>>()?;
             assert_eq!(rate_bytes_per_sec(&mut second), line_rate / 2);
+            second.cong_control(1, -1, false, false);
+            second.cong_control(1, -1, false, false);
             let mut third = TestSocket::with_algorithm::<TimelyCc<false>>()?;
             assert_eq!(rate_bytes_per_sec(&mut third), line_rate / 3);
         }
         // Released sockets no longer count.
+        drop(receiver);
         let mut fourth = TestSocket::with_algorithm::<TimelyCc<false>>()?;
         assert_eq!(rate_bytes_per_sec(&mut fourth), line_rate / 2);
         Ok(())

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's whole test suite (`make test`):
-#   1. host: cargo test of the pure control-law core;
+#   1. host: cargo test of the pure control-law core, and the style checks (make check);
 #   2. KUnit in UML: the abstraction's suite at boot, each module's suite on insmod;
 #   3. netns selftests in UML, kselftest TAP, one boot per module, and one of the bench's
 #      instruments.
@@ -45,6 +45,13 @@ if (cd rust/core && cargo test --quiet 2>&1) > "$work/cargo.log"; then
 else
 	cat "$work/cargo.log"; n=$(grep -Eo '[0-9]+ failed' "$work/cargo.log" | awk '{s += $1} END {print s + 0}')
 	failed=$((failed + (n > 0 ? n : 1))); echo "FAIL cargo test"
+fi
+
+echo "== style: make check (rustfmt, clippy with CLIPPY=1, checkpatch)"
+if make -s check > "$work/check.log" 2>&1 && ! grep -qiE '^(warning|error)' "$work/check.log"; then
+	pass "make check"
+else
+	cat "$work/check.log"; fail "make check"
 fi
 
 echo "== KUnit in UML"
