@@ -180,8 +180,9 @@ def plot_scenario(sc, rs, label):
         ax.grid(alpha=0.3)
     axes[1].legend(fontsize=8)
     files.append(save(fig, sc, "cdf", "RTT and queue distributions", label))
-    # Per-flow throughput and RTT over time, one row per algorithm.
-    fig, axes = plt.subplots(len(ok), 2, figsize=(11, 2.2 * len(ok)), squeeze=False)
+    # Per-flow throughput, RTT and pacing rate, and the bottleneck queue, over time; one
+    # row per algorithm.
+    fig, axes = plt.subplots(len(ok), 4, figsize=(16, 2.2 * len(ok)), squeeze=False)
     for row, r in zip(axes, ok):
         series = {}
         for s in r["samples"]:
@@ -198,15 +199,21 @@ def plot_scenario(sc, rs, label):
             sm = [sum(rates[i:i + k]) / len(rates[i:i + k]) for i in range(0, len(rates), k)]
             row[0].plot(ts[::k][:len(sm)], sm, lw=0.8)
             row[1].plot([s["t"] for s in ss], [s["rtt_us"] for s in ss], lw=0.6)
+            row[2].plot([s["t"] for s in ss], [s["pacing_bps"] / 1e6 for s in ss], lw=0.6)
+        row[3].plot([q["t"] for q in r["queue"]], [q["pkts"] for q in r["queue"]], lw=0.6,
+                    color="black")
         row[0].set_ylabel(f"{r['algo']}\nMbit/s", fontsize=8)
         row[1].set_ylabel("RTT us", fontsize=8)
+        row[2].set_ylabel("pacing rate Mbit/s", fontsize=8)
+        row[2].set_yscale("log")
+        row[3].set_ylabel("queue packets", fontsize=8)
         for ax in row:
             ax.grid(alpha=0.3)
             ax.tick_params(labelsize=7)
-    axes[-1][0].set_xlabel("time (s)")
-    axes[-1][1].set_xlabel("time (s)")
-    files.append(save(fig, sc, "time", "per-flow throughput and RTT over time", label,
-                      foot=0.03, dpi=80))
+    for ax in axes[-1]:
+        ax.set_xlabel("time (s)")
+    files.append(save(fig, sc, "time", "per-flow throughput, RTT and pacing rate (ss -ti), "
+                      "and the bottleneck queue (tc), over time", label, foot=0.03, dpi=80))
     if any("fct_by_size" in r for r in ok):
         files.append(plot_fct(sc, ok, label))
     return files
