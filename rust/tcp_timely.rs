@@ -366,6 +366,35 @@ mod tests {
     }
 
     #[test]
+    fn zero_and_absurd_samples_keep_the_rate_in_bounds() -> Result {
+        let p = params().for_mss(MSS);
+        let (min, max) = (p.min_rate_bps() / 8, p.max_rate_bps() / 8);
+        for patched in [false, true] {
+            let mut s = if patched {
+                TestSocket::with_algorithm::<TimelyCc<true>>()?
+            } else {
+                TestSocket::with_algorithm::<TimelyCc<false>>()?
+            };
+            let mut now = 1000;
+            for rtt_us in [
+                0,
+                i64::MAX,
+                i64::from(u32::MAX),
+                1,
+                i64::MIN,
+                0,
+                10_000_000_000,
+            ] {
+                segment(&mut s, &mut now, rtt_us, false);
+                let rate = rate_bytes_per_sec(&mut s);
+                assert!(min <= rate && rate <= max);
+                assert!(s.cwnd() >= timely::MIN_CWND_PKTS);
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
     fn loss_halves_once_per_episode_when_queued() -> Result {
         let mut s = TestSocket::with_algorithm::<TimelyCc<false>>()?;
         let start = rate_bytes_per_sec(&mut s);
