@@ -448,14 +448,14 @@ impl Segmenter {
     }
 
     /// Transmission starts with nothing in flight. A paced flow drains its pipe between
-    /// bursts all the time, and a slow one between every two packets; only a real idle
-    /// period (no ACK for longer than `t_high_us` plus two packet intervals at `rate_bps`)
-    /// starts a new segment. Without the packet intervals, a flow paced slower than one
-    /// packet per `t_high_us` would restart at every packet, never complete a segment, and
-    /// its rate would never change again.
-    pub fn on_tx_start(&mut self, p: &Params, now_us: u64, rate_bps: u64, mss_bytes: u32) {
-        let packet_interval_us = mul_div(u64::from(mss_bytes) * 8, 1_000_000, rate_bps.max(1));
-        let idle_after_us = u64::from(p.t_high_us).saturating_add(packet_interval_us * 2);
+    /// bursts all the time, and a slow one between every two bursts; only a real idle
+    /// period (no ACK for longer than `t_high_us` plus the time the largest burst, 64 KB,
+    /// takes at `rate_bps`) starts a new segment. Without the burst time, a flow whose
+    /// bursts are further apart than `t_high_us` would restart at every burst, never
+    /// complete a segment, and its rate would never change again.
+    pub fn on_tx_start(&mut self, p: &Params, now_us: u64, rate_bps: u64) {
+        let burst_us = mul_div(u64::from(MAX_SEG_BYTES) * 8, 1_000_000, rate_bps.max(1));
+        let idle_after_us = u64::from(p.t_high_us).saturating_add(burst_us);
         if now_us.saturating_sub(self.last_ack_us) > idle_after_us {
             self.restart(now_us);
         }
@@ -523,20 +523,15 @@ impl Segmenter {
     }
 }
 
-/// The shortest delayed-ACK timer of a receiver: Linux's `TCP_DELACK_MIN`, 40 ms (other
-/// stacks wait longer).
-pub const DELAYED_ACK_MIN_US: u32 = 40_000;
-
 /// The RTT sample of an ACK, if TIMELY should use it. `maybe_delayed` is the stack's flag
-/// for the ACK of a lone packet, which the receiver may have held for its delayed-ACK
-/// timer: TIMELY's NIC-generated ACKs are never held, so a sample that includes that wait
-/// is not the network's and must be skipped. It includes it only if it is at least the
-/// shortest timer; below that, the receiver did not wait for the timer. Skipping every
-/// flagged sample instead starves a flow slow enough to have one packet in flight at a
-/// time: all its ACKs are flagged, it never completes a segment, and its rate is frozen
-/// (seen: one of 16 flows held at 2.4 Mbit/s for the whole run).
+/// (`FLAG_ACK_MAYBE_DELAYED`) for the ACK of a lone runt, less than one MSS in flight,
+/// which the receiver may have held for its delayed-ACK timer. TIMELY's NIC-generated
+/// ACKs are never held, so such a sample is skipped. No RTT threshold tells the wait
+/// apart: the timer can fire after a few milliseconds (jiffy rounding, a lowered
+/// `rto_min` caps it). Runts are rare in a bulk flow, and a slow flow's full-size packets
+/// are never flagged, so skipping them costs no flow its samples.
 pub fn usable_rtt_us(rtt_us: Option<u32>, maybe_delayed: bool) -> Option<u32> {
-    rtt_us.filter(|&rtt| !maybe_delayed || rtt < DELAYED_ACK_MIN_US)
+    rtt_us.filter(|_| !maybe_delayed)
 }
 
 /// TIMELY's application-limited rule: only increase when the flow delivered more than
@@ -888,11 +883,11 @@ mod tests {
         s.restart(0);
         s.on_ack(&P, 100, 10_000, Some(80));
         // The pipe drained for less than T_high: the segment goes on.
-        // (At 10 Gbit/s a packet interval is 1.2 us.)
-        s.on_tx_start(&P, 100 + u64::from(P.t_high_us), 10_000_000_000, 1500);
+        // (At 10 Gbit/s a 64 KB burst takes 52 us.)
+        s.on_tx_start(&P, 100 + u64::from(P.t_high_us) + 52, 10_000_000_000);
         assert_eq!(s.acked_bytes, 10_000);
         // A real idle period starts over.
-        s.on_tx_start(&P, 101 + 2 * u64::from(P.t_high_us), 10_000_000_000, 1500);
+        s.on_tx_start(&P, 101 + 2 * u64::from(P.t_high_us), 10_000_000_000);
         assert_eq!(s.acked_bytes, 0);
         assert_eq!(s.start_us, 101 + 2 * u64::from(P.t_high_us));
     }
@@ -907,25 +902,23 @@ mod tests {
         let mut completions = 0;
         for _ in 0..40 {
             now += 6000;
-            s.on_tx_start(&P, now, rate, mss);
+            s.on_tx_start(&P, now, rate);
             if s.on_ack(&P, now + 300, mss, Some(300)).is_some() {
                 completions += 1;
             }
         }
         // 40 packets of 1500 bytes are 3 segments of 16 KB.
         assert_eq!(completions, 3);
-        // A gap of several packet intervals is idle again.
-        s.on_tx_start(&P, now + 50_000, rate, mss);
+        // A gap longer than a 64 KB burst takes (262 ms) is idle again.
+        s.on_tx_start(&P, now + 300_000, rate);
         assert_eq!(s.acked_bytes, 0);
     }
 
     #[test]
-    fn only_samples_that_may_include_the_delayed_ack_timer_are_skipped() {
+    fn samples_of_maybe_delayed_acks_are_skipped() {
         assert_eq!(usable_rtt_us(Some(45_000), false), Some(45_000));
         assert_eq!(usable_rtt_us(Some(45_000), true), None);
-        assert_eq!(usable_rtt_us(Some(DELAYED_ACK_MIN_US), true), None);
-        // A lone packet ACKed sooner than any delayed-ACK timer: the network's RTT.
-        assert_eq!(usable_rtt_us(Some(400), true), Some(400));
+        assert_eq!(usable_rtt_us(Some(400), true), None);
         assert_eq!(usable_rtt_us(None, true), None);
         assert_eq!(usable_rtt_us(None, false), None);
     }
