@@ -111,10 +111,13 @@ def cmd_run(a):
     done = 0
     failed = 0
     with ThreadPoolExecutor(a.jobs) as pool, ThreadPoolExecutor(1) as alone:
-        futures = [pool.submit(run_job, j, timely_params, prov) for j in simulated]
-        for j in normal:
-            futures.append(alone.submit(lambda j=j: (wait(futures[:len(simulated)]),
-                                                     run_job(j, timely_params, prov))[1]))
+        sim_futures = [pool.submit(run_job, j, timely_params, prov) for j in simulated]
+
+        def after_simulated(job):
+            wait(sim_futures)
+            return run_job(job, timely_params, prov)
+
+        futures = sim_futures + [alone.submit(after_simulated, j) for j in normal]
         for fut in futures:
             r = fut.result()
             done += 1
