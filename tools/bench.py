@@ -302,8 +302,6 @@ def cmd_report(a):
            "## Headline", ""] + headline(results) + [""]
     calibrations = sorted(n for n in results if n.startswith("calibration"))
     for name in calibrations + sorted(n for n in results if n not in calibrations):
-        if name not in results:
-            continue
         sc, rs = scs.get(name, {"name": name}), order(results[name])
         out += [f"## {name}", "", sc.get("description", ""), "",
                 f"Scenario file: `{sc.get('file', '?')}`. Runs: "
