@@ -39,11 +39,13 @@ bench: setup modules
 	tools/bench.py report
 
 # checkpatch runs outside any git work tree: inside one it reads the series as plain files.
+# The cover letter (0000-*) is not a patch; patches/series lists the ones that are.
 check:
 	cd rust/core && cargo fmt --check && cargo clippy -q --all-targets -- -D warnings
 	rustfmt --check --edition 2021 --config-path $(KDIR)/.rustfmt.toml rust/*.rs
 	touch rust/*.rs && $(KMAKE) M=$(CURDIR) RUSTFLAGS_MODULE="$(MODULE_RUSTFLAGS)" CLIPPY=1 modules
-	cd /tmp && $(KDIR)/scripts/checkpatch.pl --no-tree --quiet --ignore FILE_PATH_CHANGES $(CURDIR)/patches/*.patch
+	cd /tmp && $(KDIR)/scripts/checkpatch.pl --no-tree --quiet --ignore FILE_PATH_CHANGES \
+		$(addprefix $(CURDIR)/patches/,$(shell grep -v '^#' $(CURDIR)/patches/series))
 
 clean:
 	$(KMAKE) M=$(CURDIR) clean

@@ -5,7 +5,7 @@
 //! Selectable as `rust_reno`. Its decisions are the kernel's `reno`'s, ACK for ACK; the KUnit
 //! suite below drives both on the same ACK sequences and compares them.
 
-use kernel::net::tcp::cong::{self, Algorithm, Sock};
+use kernel::net::tcp::cong::{self, Algorithm, Flags, Sock};
 use kernel::prelude::*;
 
 // The pure control law, shared with the host tests; not every item of it is used here.
@@ -13,8 +13,8 @@ use kernel::prelude::*;
 #[path = "core/src/reno.rs"]
 mod reno;
 
-module! {
-    type: RenoModule,
+kernel::module_tcp_cong! {
+    algorithms: [RustReno],
     name: "tcp_rust_reno",
     authors: ["rfl-tcp-cc developers"],
     description: "TCP Reno congestion control, in Rust",
@@ -26,6 +26,8 @@ struct RustReno;
 #[vtable]
 impl Algorithm for RustReno {
     const NAME: &'static CStr = c"rust_reno";
+    // Unrestricted like C `reno`, the fallback every kernel allows: a port of it, nothing more.
+    const FLAGS: Flags = Flags::NON_RESTRICTED;
     // Reno keeps its additive-increase credit in the socket's `snd_cwnd_cnt`, which the stack
     // resets on loss, so it needs no private state.
     type Data = ();
@@ -48,18 +50,6 @@ impl Algorithm for RustReno {
         w.on_ack(acked, sk.is_cwnd_limited());
         sk.set_cwnd(w.cwnd_pkts);
         sk.set_cwnd_cnt(w.ai_credit_pkts);
-    }
-}
-
-struct RenoModule {
-    _reno: cong::Registration<RustReno>,
-}
-
-impl kernel::Module for RenoModule {
-    fn init(module: &'static ThisModule) -> Result<Self> {
-        Ok(RenoModule {
-            _reno: cong::Registration::new(module)?,
-        })
     }
 }
 

@@ -28,7 +28,7 @@
 //! completion's RTT, `pacing_gain` is 1 + the normalised RTT gradient, `cwnd_gain` the mode
 //! of the last update (see `Mode` in the core).
 
-use kernel::net::tcp::cong::{self, Algorithm, CaState, Event, Info, RateSample, Sock};
+use kernel::net::tcp::cong::{AckFlags, Algorithm, CaState, Info, InfoSock, RateSample, Sock};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 
@@ -39,8 +39,9 @@ mod cc_core;
 
 use cc_core::timely::{self, Mode, Params, Segmenter, Timely, Variant};
 
-module! {
-    type: TimelyModule,
+kernel::module_tcp_cong! {
+    algorithms: [TimelyCc<false>, TimelyCc<true>],
+    check: check_params,
     name: "tcp_timely",
     authors: ["rfl-tcp-cc developers"],
     description: "TIMELY and patched TIMELY congestion control",
@@ -49,62 +50,77 @@ module! {
         t_low_us: u32 {
             default: 50,
             description: "RTT below which the rate grows additively (us)",
+            permissions: 0o444,
         },
         t_high_us: u32 {
             default: 500,
             description: "RTT above which the rate is cut (us), > t_low_us",
+            permissions: 0o444,
         },
         delta_kbps: u32 {
             default: 10000,
             description: "additive increase step (kbit/s)",
+            permissions: 0o444,
         },
         beta_ppm: u32 {
             default: 800000,
             description: "decrease factor, parts per million, 1..=1000000",
+            permissions: 0o444,
         },
         alpha_ppm: u32 {
             default: 875000,
             description: "EWMA weight of a new RTT difference (ppm)",
+            permissions: 0o444,
         },
         min_rtt_us: u32 {
             default: 20,
             description: "fixed propagation RTT normalising the gradient (us)",
+            permissions: 0o444,
         },
         hai_threshold: u32 {
             default: 5,
             description: "non-positive gradients before hyperactive increase",
+            permissions: 0o444,
         },
         hai_factor: u32 {
             default: 5,
             description: "hyperactive increase step, in units of delta",
+            permissions: 0o444,
         },
         min_rate_kbps: u32 {
             default: 10000,
             description: "rate floor (kbit/s)",
+            permissions: 0o444,
         },
         max_rate_mbps: u32 {
             default: 10000,
             description: "rate ceiling, the line rate (Mbit/s)",
+            permissions: 0o444,
         },
         init_rate_mbps: u32 {
             default: 0,
             description: "rate of a new flow (Mbit/s); 0: max_rate_mbps / (flows + 1)",
+            permissions: 0o444,
         },
         seg_bytes: u32 {
             default: 16384,
             description: "bytes ACKed per update (1..=65536)",
+            permissions: 0o444,
         },
         line_rate_mbps: u32 {
             default: 0,
             description: "line rate for serialization correction; 0: none",
+            permissions: 0o444,
         },
         patched_beta_ppm: u32 {
             default: 8000,
             description: "timely_patched: decrease factor (ppm)",
+            permissions: 0o444,
         },
         rtt_ref_us: u32 {
             default: 0,
             description: "timely_patched: reference RTT (us); 0: t_low_us",
+            permissions: 0o444,
         },
     },
 }
@@ -141,9 +157,6 @@ static ACTIVE_FLOWS: Atomic<i32> = Atomic::new(0);
 struct State {
     cc: Timely,
     seg: Segmenter,
-    /// `init` has run. The stack calls `cong_control` for the ACK of the SYN (or SYN-ACK)
-    /// before `init`, and `set_state` on a SYN timeout; those find the state unset.
-    started: bool,
     /// Counted in `ACTIVE_FLOWS`.
     counted: bool,
 }
@@ -158,10 +171,16 @@ impl<const PATCHED: bool> TimelyCc<PATCHED> {
         Variant::Original
     };
 
-    /// Enforces the rate: pacing at the rate, in-flight capped.
+    /// Enforces the rate: pacing at the rate, in-flight capped. Publishes what `ss` shows.
     fn apply(sk: &mut Sock<'_>, st: &State, p: &Params) {
         sk.set_pacing_rate_bytes_per_sec(timely::pacing_bytes_per_sec(st.cc.rate_bps));
         sk.set_cwnd(timely::cwnd_cap_pkts(p, st.cc.rate_bps, sk.mss()));
+        let gain = (1_000_000i64 + i64::from(st.cc.gradient_ppm)).clamp(0, 1 << 40);
+        let pacing_gain = (gain * 256 / 1_000_000).clamp(1, INFO_GAIN_MAX) as u32;
+        sk.publish_info(&[
+            st.cc.last_rtt_us,
+            pacing_gain | (u32::from(st.cc.mode) << INFO_MODE_SHIFT),
+        ]);
     }
 }
 
@@ -176,6 +195,9 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
     } else {
         c"timely"
     };
+    // FLAGS: restricted, as in-tree algorithms other than Reno are; an administrator allows it
+    // for unprivileged users through net.ipv4.tcp_allowed_congestion_control.
+    const INFO_WORDS: usize = 2;
     type Data = State;
 
     fn init(sk: &mut Sock<'_>, st: &mut State) {
@@ -183,7 +205,6 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
         let others = ACTIVE_FLOWS.load(Relaxed).max(0) as u32;
         st.cc = Timely::new(&p, p.init_rate_bps(others));
         st.seg.restart(sk.now_us());
-        st.started = true;
         sk.request_internal_pacing();
         Self::apply(sk, st, &p);
     }
@@ -195,10 +216,7 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
         }
     }
 
-    fn cong_control(sk: &mut Sock<'_>, st: &mut State, _ack: u32, _flag: i32, rs: &RateSample) {
-        if !st.started {
-            return;
-        }
+    fn cong_control(sk: &mut Sock<'_>, st: &mut State, _ack: u32, _f: AckFlags, rs: &RateSample) {
         let p = params().for_mss(sk.mss());
         if !st.counted && rs.acked_sacked > 0 {
             ACTIVE_FLOWS.add(1, Relaxed);
@@ -220,19 +238,17 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
     }
 
     fn set_state(sk: &mut Sock<'_>, st: &mut State, new_state: CaState) {
-        if st.started && in_loss_recovery(new_state) && !in_loss_recovery(sk.ca_state()) {
+        if in_loss_recovery(new_state) && !in_loss_recovery(sk.ca_state()) {
             let p = params().for_mss(sk.mss());
             st.cc.on_loss(&p);
             Self::apply(sk, st, &p);
         }
     }
 
-    fn cwnd_event(sk: &mut Sock<'_>, st: &mut State, event: Event) {
-        if st.started && event == Event::TxStart {
-            // Back from idle: the next segment's delivery rate must not span the gap.
-            let p = params().for_mss(sk.mss());
-            st.seg.on_tx_start(&p, sk.now_us(), st.cc.rate_bps);
-        }
+    fn tx_start(sk: &mut Sock<'_>, st: &mut State) {
+        // Back from idle: the next segment's delivery rate must not span the gap.
+        let p = params().for_mss(sk.mss());
+        st.seg.on_tx_start(&p, sk.now_us(), st.cc.rate_bps);
     }
 
     fn ssthresh(sk: &mut Sock<'_>, _st: &mut State) -> u32 {
@@ -244,39 +260,32 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
         sk.cwnd()
     }
 
-    fn get_info(_sk: &mut Sock<'_>, st: &mut State) -> Option<Info> {
-        let gain = (1_000_000i64 + i64::from(st.cc.gradient_ppm)).clamp(0, 1 << 40);
+    fn get_info(sk: &InfoSock<'_>, published: &[u32]) -> Option<Info> {
+        // The pacing rate is the TIMELY rate (see `apply`).
         Some(Info::Bbr {
-            bw_bytes_per_sec: timely::pacing_bytes_per_sec(st.cc.rate_bps),
-            min_rtt_us: st.cc.last_rtt_us,
-            pacing_gain: (gain * 256 / 1_000_000).clamp(1, i64::from(u32::MAX)) as u32,
-            cwnd_gain: u32::from(st.cc.mode) * 256,
+            bw_bytes_per_sec: sk.pacing_rate_bytes_per_sec(),
+            min_rtt_us: published[0],
+            pacing_gain: published[1] & INFO_GAIN_MAX as u32,
+            cwnd_gain: (published[1] >> INFO_MODE_SHIFT) * 256,
         })
     }
 }
 
-struct TimelyModule {
-    _timely: cong::Registration<TimelyCc<false>>,
-    _patched: cong::Registration<TimelyCc<true>>,
-}
+/// The second published word: the pacing gain (<< 8) in the low 24 bits, the mode above.
+const INFO_MODE_SHIFT: u32 = 24;
+const INFO_GAIN_MAX: i64 = (1 << INFO_MODE_SHIFT) - 1;
 
-impl kernel::Module for TimelyModule {
-    fn init(module: &'static ThisModule) -> Result<Self> {
-        if let Err(e) = params().validate() {
-            pr_err!(
-                "invalid parameter {}={}: allowed range {}..={}\n",
-                e.name,
-                e.value,
-                e.min,
-                e.max
-            );
-            return Err(ERANGE);
-        }
-        Ok(TimelyModule {
-            _timely: cong::Registration::new(module)?,
-            _patched: cong::Registration::new(module)?,
-        })
-    }
+fn check_params() -> Result {
+    params().validate().map_err(|e| {
+        pr_err!(
+            "invalid parameter {}={}: allowed range {}..={}\n",
+            e.name,
+            e.value,
+            e.min,
+            e.max
+        );
+        ERANGE
+    })
 }
 
 #[kunit_tests(rust_timely)]

@@ -3,7 +3,9 @@
 # A Rust congestion control module behaves like any other: it loads, is listed, is
 # selectable by sysctl, setsockopt(TCP_CONGESTION) and route congctl, carries traffic
 # through a bottleneck (also with loss and reordering), cannot be removed while a socket
-# uses it, can be removed after, and leaves no WARN/BUG/Oops behind. Runs in the UML guest.
+# uses it, can be removed after, and leaves no WARN/BUG/Oops behind. Like in-tree algorithms
+# it is restricted (only CAP_NET_ADMIN may select it until an administrator allows it), and
+# the values of its module parameters can be read back from sysfs. Runs in the UML guest.
 #
 #   tcp_cc_module.sh MODULE.ko ALGORITHM [PARAM=VALUE...]   (parameters for insmod)
 set -u
@@ -37,23 +39,74 @@ expect_mbps() { # TAG MIN
 }
 expect_cc_and_traffic() { expect_cc "$1" && expect_mbps "$1" "$2"; }
 
-ktap_plan 11
+# Every algorithm is restricted, as in-tree ones are, except rust_reno, which mirrors C reno
+# (the fallback every kernel allows).
+case $algo in rust_reno) restricted=no ;; *) restricted=yes ;; esac
+
+# select_unprivileged ALGO: setsockopt(TCP_CONGESTION) as user nobody; prints the errno name.
+select_unprivileged() {
+	setpriv --reuid=65534 --regid=65534 --clear-groups python3 -c '
+import errno, socket, sys
+s = socket.socket()
+try:
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, sys.argv[1].encode())
+    print("OK")
+except OSError as e:
+    print(errno.errorcode[e.errno])' "$1"
+}
+expect_restriction() {
+	local allowed got
+	allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
+	got=$(select_unprivileged "$algo")
+	if [ $restricted = yes ]; then
+		if grep -qw "$algo" <<<"$allowed"; then echo "$algo in tcp_allowed_congestion_control: $allowed"; return 1; fi
+		[ "$got" = EPERM ] || { echo "unprivileged setsockopt: $got, expected EPERM"; return 1; }
+	else
+		grep -qw "$algo" <<<"$allowed" || { echo "$algo not in tcp_allowed_congestion_control: $allowed"; return 1; }
+		[ "$got" = OK ] || { echo "unprivileged setsockopt: $got, expected success"; return 1; }
+	fi
+}
+# Each PARAM=VALUE given to insmod reads back from /sys/module/MOD/parameters/PARAM.
+expect_params_readable() {
+	local p name want got
+	for p in "${mod_params[@]}"; do
+		name=${p%%=*} want=${p#*=}
+		got=$(cat "/sys/module/$mod/parameters/$name" 2>&1)
+		[ "$got" = "$want" ] || { echo "$name: read '$got', loaded with '$want'"; return 1; }
+	done
+}
+
+ktap_plan 13
 dmesg -C
 
 check "insmod $mod ${mod_params[*]}" insmod "$ko" "${mod_params[@]}"
 check "$algo listed in tcp_available_congestion_control" \
 	grep -qw "$algo" /proc/sys/net/ipv4/tcp_available_congestion_control
+if [ $restricted = yes ]; then
+	check "restricted: not allowed by default, EPERM for an unprivileged setsockopt" expect_restriction
+else
+	check "unrestricted: allowed by default, an unprivileged setsockopt succeeds" expect_restriction
+fi
+if [ ${#mod_params[@]} -gt 0 ]; then
+	check "module parameters read back from /sys/module/$mod/parameters" expect_params_readable
+else
+	ktap_skip "module parameters read back from /sys/module/$mod/parameters" "none given"
+fi
 
 if ! setup_dumbbell $RATE_MBIT $DELAY_US $QUEUE_PKTS || ! start_iperf_server; then
 	diag "could not build the netns dumbbell"; ktap_not_ok "dumbbell setup"; ktap_finish
 fi
 diag "dumbbell: ${RATE_MBIT} Mbit/s bottleneck, ${QUEUE_PKTS}-packet FIFO, ${DELAY_US} us reverse delay"
 
-# Selected as the namespace's default by sysctl.
+# Selected as the namespace's default by sysctl. Outside the initial namespace the kernel
+# accepts only an allowed algorithm there, so first allow it, as an administrator would.
+allowed_before=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
+echo "$allowed_before $algo" > /proc/sys/net/ipv4/tcp_allowed_congestion_control
 ip netns exec $NS_CLI sysctl -qw net.ipv4.tcp_congestion_control="$algo"
 iperf sysctl -t 2
-check "selected by sysctl net.ipv4.tcp_congestion_control" expect_cc sysctl
+check "selected by sysctl net.ipv4.tcp_congestion_control (once allowed)" expect_cc sysctl
 ip netns exec $NS_CLI sysctl -qw net.ipv4.tcp_congestion_control=cubic
+echo "$allowed_before" > /proc/sys/net/ipv4/tcp_allowed_congestion_control
 
 # Selected per socket with setsockopt(TCP_CONGESTION).
 iperf setsockopt -t 3 -C "$algo"

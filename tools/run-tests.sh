@@ -99,6 +99,15 @@ for m in "${MODULES[@]}"; do
 	[ -z "$own" ] || selftest "$(basename "$own" .sh)" "$own" "$ko" $params
 done
 
+# Every algorithm at once under load: ss -ti / TCP_CC_INFO in tight loops while sockets switch
+# TCP_CONGESTION back and forth, open and close; the modules must unload cleanly after.
+stress_args=()
+for m in "${MODULES[@]}"; do
+	# shellcheck disable=SC2206 # parameters are PARAM=VALUE words
+	stress_args+=("$(field "$m" 1)" $(field "$m" 4))
+done
+selftest cc_stress selftests/tcp_cc_stress.sh "${stress_args[@]}"
+
 # The bench's instruments (netlink sampler, flow-size workload) measure what they claim.
 selftest bench_tools selftests/bench_tools.sh
 
