@@ -1,0 +1,346 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Scripted TCP peer for packet-level tests (what packetdrill does, with scapy).
+
+The peer owns an interface that has no IP address in its namespace, so the kernel there
+ignores the traffic and this script alone answers: it completes the handshake, receives
+the stream the kernel under test sends, and shapes its ACKs by scenario (ECN echoes,
+holes with SACK, ACKs and SACK blocks beyond what was sent, malformed options). The
+kernel under test is a normal client in another namespace using the congestion control
+being tested. The script checks that every byte arrived, in order, exactly once.
+
+  pktpeer.py client --dst IP --port P --cc NAME --bytes N     (in the namespace under test)
+  pktpeer.py peer --iface DEV --ip IP --dut-ns NS --dut-ip IP --cc NAME --scenario S
+
+The peer prints one JSON line: scenario, bytes, digest match, what it saw (CWR, segments,
+retransmissions) and the client's report (tcp_info retransmits, ECN state). Exit 0 only
+if the transfer completed intact and the scenario's expectation held.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import select
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+SCENARIOS = ("plain", "ecn_echo", "sack_hole", "ack_beyond_snd_nxt", "sack_beyond_snd_nxt",
+             "bad_options")
+SO_MAX_PACING_RATE = 47
+
+
+def pattern(n):
+    """The bytes the client sends: a deterministic, position-dependent pattern."""
+    block = hashlib.sha256(b"rfl-tcp-cc").digest() * 64
+    return (block * (n // len(block) + 1))[:n]
+
+
+def client(args):
+    data = pattern(args.bytes)
+    s = socket.socket()
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, args.cc.encode())
+    # A scripted peer in Python is slow: cap the sending rate (this also turns on TCP's
+    # internal pacing) so that every controller's segments are answered as they arrive,
+    # and a controller without slow start does not turn the peer's backlog into timeouts.
+    s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, args.max_rate)
+    s.settimeout(20)
+    s.connect((args.dst, args.port))
+    s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+    while s.recv(4096):
+        pass
+    info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    # struct tcp_info: eight u8 (state ... flags), then u32 rto, ato, snd_mss, rcv_mss,
+    # unacked, sacked, lost, retrans, fackets, four timestamps, pmtu, rcv_ssthresh, rtt,
+    # rttvar, snd_ssthresh, snd_cwnd, advmss, reordering, rcv_rtt, rcv_space, total_retrans.
+    u32 = struct.unpack_from("<24I", info, 8)
+    cc = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0").decode()
+    print(json.dumps({"cc": cc, "total_retrans": u32[23], "options": info[5],
+                      "sha256": hashlib.sha256(data).hexdigest()}))
+    s.close()
+
+
+def checksum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    s = (s >> 16) + (s & 0xFFFF)
+    s += s >> 16
+    return ~s & 0xFFFF
+
+
+class Peer:
+    def __init__(self, args):
+        from scapy.all import conf, Ether, IP, get_if_hwaddr  # noqa: F401 (scapy is slow to import)
+        self.Ether, self.IP = Ether, IP
+        self.args = args
+        self.sock = conf.L2socket(iface=args.iface)
+        self.mac = get_if_hwaddr(args.iface)
+        self.dut_mac = None
+        self.rng = random.Random(args.seed)
+        self.iss = self.rng.randrange(1 << 32)
+        self.snd_nxt = self.iss
+        self.irs = None          # client's initial sequence number
+        self.rcv_nxt = None
+        self.ooo = {}            # seq -> payload, above rcv_nxt
+        self.received = bytearray()
+        self.highest_end = None  # highest sequence number seen + 1 (the client's snd_nxt)
+        self.ecn = False
+        self.ece_until_cwr = False
+        self.saw_cwr = 0
+        self.segments = 0
+        self.retransmissions = 0
+        self.hole = None         # sequence number of the segment being withheld
+        self.hole_done = False
+        self.fin_seen = False
+        self.done = False
+        self.ts_val = 1
+        self.peer_ts = 0
+        self.bad_index = 0
+        self.special_sent = False
+
+    # -- output ----------------------------------------------------------------------
+    def send(self, flags, options=b"", ece=False):
+        a = self.args
+        dataofs = (20 + len(options)) // 4
+        flag_bits = flags | (0x40 if ece else 0)
+        ack = self.rcv_nxt if self.rcv_nxt is not None else 0
+        hdr = struct.pack("!HHIIBBHHH", a.port, self.cport, self.snd_nxt & 0xFFFFFFFF,
+                          ack & 0xFFFFFFFF, dataofs << 4, flag_bits, 65535, 0, 0) + options
+        pseudo = socket.inet_aton(a.ip) + socket.inet_aton(a.dut_ip) + struct.pack(
+            "!BBH", 0, 6, len(hdr))
+        csum = checksum(pseudo + hdr)
+        hdr = hdr[:16] + struct.pack("!H", csum) + hdr[18:]
+        from scapy.all import Raw
+        pkt = self.Ether(src=self.mac, dst=self.dut_mac) / self.IP(
+            src=a.ip, dst=a.dut_ip, proto=6, tos=0) / Raw(load=hdr)
+        self.sock.send(pkt)
+
+    def ts_opt(self):
+        self.ts_val += 1
+        return b"\x01\x01\x08\x0a" + struct.pack("!II", self.ts_val, self.peer_ts)
+
+    def sack_opt(self, blocks):
+        if not blocks:
+            return b""
+        body = b"".join(struct.pack("!II", l & 0xFFFFFFFF, r & 0xFFFFFFFF) for l, r in blocks)
+        return b"\x01\x01\x05" + bytes([2 + len(body)]) + body
+
+    def sack_blocks(self):
+        """Contiguous ranges held above rcv_nxt, highest first (RFC 2018 puts the newest first)."""
+        ranges = []
+        for seq in sorted(self.ooo):
+            end = seq + len(self.ooo[seq])
+            if ranges and seq <= ranges[-1][1]:
+                ranges[-1][1] = max(ranges[-1][1], end)
+            else:
+                ranges.append([seq, end])
+        return [tuple(r) for r in reversed(ranges)][:3]
+
+    def bad_option(self):
+        """Malformed or unusual options, in rotation; each must be ignored by the receiver."""
+        cases = [
+            b"\x05\x03\x00\x00",            # SACK with a length that holds no block
+            b"\x08\x02\x00\x00",            # timestamp option with length 2
+            b"\x1e\xff\x00\x00",            # MPTCP kind with a length past the header
+            b"\xfd\x02\x00\x00",            # experimental kind 253 without its ExID
+            b"\xfe\x08\x12\x34\xde\xad\xbe\xef",  # experimental kind 254, unknown ExID
+            b"\x05\x0a\x00\x00\x00\x01\x00\x00",  # SACK length 10 in 8 bytes: truncated
+            b"\x02\x00\x00\x00",            # MSS with length 0 (would loop a naive parser)
+            b"\x01" * 40,                   # 40 NOPs: the longest option space
+        ]
+        opt = cases[self.bad_index % len(cases)]
+        self.bad_index += 1
+        return (opt + b"\x00" * 3)[: (len(opt) + 3) // 4 * 4]
+
+    def ack(self):
+        a = self.args
+        opts = self.ts_opt() if self.peer_ts else b""
+        blocks = self.sack_blocks()
+        if a.scenario == "sack_beyond_snd_nxt" and self.highest_end is not None and \
+                self.segments > 5:
+            # A block beyond anything sent: the receiver must discard it.
+            blocks = [(self.highest_end + 20000, self.highest_end + 30000)] + blocks[:1]
+        opts += self.sack_opt(blocks)
+        if a.scenario == "bad_options":
+            opts += self.bad_option()
+        opts = opts[:40]
+        self.send(0x10, opts, ece=self.ece_until_cwr)
+
+    # -- input -----------------------------------------------------------------------
+    def handle(self, ip, tcp_bytes):
+        a = self.args
+        sport, dport, seq, ack, off, flags = struct.unpack_from("!HHIIBB", tcp_bytes)
+        if dport != a.port:
+            return
+        doff = (off >> 4) * 4
+        opts = tcp_bytes[20:doff]
+        payload = tcp_bytes[doff:ip.len - ip.ihl * 4]
+        self.parse_ts(opts)
+        if flags & 0x02:  # SYN
+            self.cport = sport
+            self.irs = seq
+            self.rcv_nxt = (seq + 1) & 0xFFFFFFFF
+            self.highest_end = self.rcv_nxt
+            self.ecn = bool(flags & 0x40 and flags & 0x80)
+            syn_opts = b"\x02\x04\x05\xb4" + b"\x01\x03\x03\x07" + b"\x04\x02" + \
+                (b"\x08\x0a" + struct.pack("!II", self.ts_val, self.peer_ts) if self.peer_ts else b"\x01\x01")
+            self.snd_nxt = self.iss
+            self.send(0x12, syn_opts.ljust((len(syn_opts) + 3) // 4 * 4, b"\x01"), ece=self.ecn)
+            self.snd_nxt = (self.iss + 1) & 0xFFFFFFFF
+            return
+        if self.rcv_nxt is None:
+            return
+        if flags & 0x80:
+            self.saw_cwr += 1
+            self.ece_until_cwr = False
+        if payload:
+            self.segments += 1
+            self.data(seq, payload)
+        if flags & 0x01:  # FIN
+            if seq == self.rcv_nxt or (seq + len(payload)) == self.rcv_nxt:
+                if not self.fin_seen:
+                    self.fin_seen = True
+                    self.rcv_nxt = (self.rcv_nxt + 1) & 0xFFFFFFFF
+                    self.send(0x11)  # FIN|ACK
+                    self.snd_nxt = (self.snd_nxt + 1) & 0xFFFFFFFF
+                else:
+                    self.ack()
+            return
+        if flags & 0x10 and self.fin_seen and not payload:
+            self.done = True
+
+    def parse_ts(self, opts):
+        i = 0
+        while i < len(opts):
+            kind = opts[i]
+            if kind == 0:
+                break
+            if kind == 1:
+                i += 1
+                continue
+            if i + 1 >= len(opts) or opts[i + 1] < 2:
+                break
+            if kind == 8 and opts[i + 1] == 10 and i + 10 <= len(opts):
+                self.peer_ts = struct.unpack_from("!I", opts, i + 2)[0]
+            i += opts[i + 1]
+
+    def data(self, seq, payload):
+        a = self.args
+        end = (seq + len(payload)) & 0xFFFFFFFF
+        if (end - self.highest_end) & 0xFFFFFFFF in range(1, 1 << 31):
+            self.highest_end = end
+        else:
+            # Nothing above what was already sent: a retransmission.
+            self.retransmissions += 1
+        # Scenario-driven drops and extra ACKs.
+        if a.scenario in ("sack_hole", "sack_beyond_snd_nxt", "ack_beyond_snd_nxt") and \
+                self.hole is None and self.segments == 10:
+            self.hole = seq
+            if a.scenario == "ack_beyond_snd_nxt":
+                # An ACK for data never sent. If the sender took it, it would never
+                # retransmit the segment withheld here and the transfer could not finish.
+                saved = self.rcv_nxt
+                self.rcv_nxt = (self.highest_end + 100000) & 0xFFFFFFFF
+                self.send(0x10, self.ts_opt() if self.peer_ts else b"")
+                self.rcv_nxt = saved
+                self.special_sent = True
+            self.ack()
+            return
+        if a.scenario == "ecn_echo" and self.ecn and self.segments == 10:
+            self.ece_until_cwr = True
+        if seq == self.rcv_nxt:
+            self.received += payload
+            self.rcv_nxt = end
+            while self.rcv_nxt in self.ooo:
+                p = self.ooo.pop(self.rcv_nxt)
+                self.received += p
+                self.rcv_nxt = (self.rcv_nxt + len(p)) & 0xFFFFFFFF
+        elif ((seq - self.rcv_nxt) & 0xFFFFFFFF) < (1 << 31):
+            self.ooo.setdefault(seq, payload)
+        self.ack()
+
+    def run(self):
+        a = self.args
+        client_cmd = ["ip", "netns", "exec", a.dut_ns, sys.executable, os.path.abspath(__file__),
+                      "client", "--dst", a.ip, "--port", str(a.port), "--cc", a.cc,
+                      "--bytes", str(a.bytes)]
+        from scapy.all import Ether
+        proc = subprocess.Popen(client_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.time() + a.timeout
+        fd = self.sock.fileno()
+        while not self.done and time.time() < deadline:
+            r, _, _ = select.select([fd], [], [], 0.05)
+            if not r:
+                if proc.poll() is not None and self.fin_seen:
+                    break
+                continue
+            raw = self.sock.recv()
+            if raw is None or not raw.haslayer(self.IP):
+                continue
+            ip = raw[self.IP]
+            if ip.src != a.dut_ip or ip.dst != a.ip or ip.proto != 6:
+                continue
+            self.dut_mac = raw[Ether].src
+            self.handle(ip, bytes(ip.payload))
+        try:
+            out, err = proc.communicate(timeout=max(1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        report = {}
+        if out.strip():
+            report = json.loads(out.decode().strip().splitlines()[-1])
+        want = pattern(a.bytes)
+        result = {
+            "scenario": a.scenario, "cc": a.cc, "bytes_expected": a.bytes,
+            "bytes_received": len(self.received),
+            "intact": bytes(self.received) == want,
+            "ecn": self.ecn, "cwr_seen": self.saw_cwr, "segments": self.segments,
+            "retransmissions_seen": self.retransmissions, "client": report,
+            "client_status": proc.returncode, "client_err": err.decode()[-300:],
+        }
+        ok = result["intact"] and proc.returncode == 0 and report.get("cc") == a.cc
+        if a.scenario == "ecn_echo":
+            ok = ok and self.ecn and self.saw_cwr > 0
+        if a.scenario in ("sack_hole", "ack_beyond_snd_nxt", "sack_beyond_snd_nxt"):
+            ok = ok and self.retransmissions > 0
+        result["ok"] = ok
+        print(json.dumps(result))
+        return 0 if ok else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="mode", required=True)
+    c = sub.add_parser("client")
+    c.add_argument("--dst", required=True)
+    c.add_argument("--port", type=int, required=True)
+    c.add_argument("--cc", required=True)
+    c.add_argument("--bytes", type=int, default=100000)
+    c.add_argument("--max-rate", type=int, default=250000, help="bytes per second")
+    p = sub.add_parser("peer")
+    p.add_argument("--iface", required=True)
+    p.add_argument("--ip", required=True)
+    p.add_argument("--dut-ns", required=True)
+    p.add_argument("--dut-ip", required=True)
+    p.add_argument("--cc", required=True)
+    p.add_argument("--scenario", choices=SCENARIOS, required=True)
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--bytes", type=int, default=100000)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--timeout", type=float, default=30)
+    a = ap.parse_args()
+    if a.mode == "client":
+        client(a)
+        return 0
+    return Peer(a).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
