@@ -25,8 +25,8 @@
 //!   unless the last RTT showed no queue (then the loss is not congestion).
 //!
 //! `ss -ti` shows the state in the BBR layout: `bw` is the TIMELY rate, `mrtt` the last
-//! completion's RTT, `pacing_gain` is 1 + the normalised RTT gradient, `cwnd_gain` the mode
-//! of the last update (see `Mode` in the core).
+//! completion's RTT, `cwnd_gain` the mode of the last update (see `Mode` in the core);
+//! `pacing_gain` is always 1 (the state leaves room for one published word only).
 
 use kernel::net::tcp::cong::{AckFlags, Algorithm, CaState, Info, InfoSock, RateSample, Sock};
 use kernel::prelude::*;
@@ -175,12 +175,8 @@ impl<const PATCHED: bool> TimelyCc<PATCHED> {
     fn apply(sk: &mut Sock<'_>, st: &State, p: &Params) {
         sk.set_pacing_rate_bytes_per_sec(timely::pacing_bytes_per_sec(st.cc.rate_bps));
         sk.set_cwnd(timely::cwnd_cap_pkts(p, st.cc.rate_bps, sk.mss()));
-        let gain = (1_000_000i64 + i64::from(st.cc.gradient_ppm)).clamp(0, 1 << 40);
-        let pacing_gain = (gain * 256 / 1_000_000).clamp(1, INFO_GAIN_MAX) as u32;
-        sk.publish_info(&[
-            st.cc.last_rtt_us,
-            pacing_gain | (u32::from(st.cc.mode) << INFO_MODE_SHIFT),
-        ]);
+        let rtt_us = st.cc.last_rtt_us.min(INFO_RTT_MAX_US);
+        sk.publish_info(&[rtt_us | (u32::from(st.cc.mode) << INFO_MODE_SHIFT)]);
     }
 }
 
@@ -197,7 +193,8 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
     };
     // FLAGS: restricted, as in-tree algorithms other than Reno are; an administrator allows it
     // for unprivileged users through net.ipv4.tcp_allowed_congestion_control.
-    const INFO_WORDS: usize = 2;
+    // One word: the state fills icsk_ca_priv but for it and the abstraction's tag.
+    const INFO_WORDS: usize = 1;
     type Data = State;
 
     fn init(sk: &mut Sock<'_>, st: &mut State) {
@@ -264,16 +261,17 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
         // The pacing rate is the TIMELY rate (see `apply`).
         Some(Info::Bbr {
             bw_bytes_per_sec: sk.pacing_rate_bytes_per_sec(),
-            min_rtt_us: published[0],
-            pacing_gain: published[1] & INFO_GAIN_MAX as u32,
-            cwnd_gain: (published[1] >> INFO_MODE_SHIFT) * 256,
+            min_rtt_us: published[0] & INFO_RTT_MAX_US,
+            pacing_gain: 256,
+            cwnd_gain: (published[0] >> INFO_MODE_SHIFT) * 256,
         })
     }
 }
 
-/// The second published word: the pacing gain (<< 8) in the low 24 bits, the mode above.
+/// The published word: the last completion's RTT in the low 24 bits (up to 16.7 s), the
+/// mode of the last update above.
 const INFO_MODE_SHIFT: u32 = 24;
-const INFO_GAIN_MAX: i64 = (1 << INFO_MODE_SHIFT) - 1;
+const INFO_RTT_MAX_US: u32 = (1 << INFO_MODE_SHIFT) - 1;
 
 fn check_params() -> Result {
     params().validate().map_err(|e| {
