@@ -11,6 +11,7 @@
 #![cfg_attr(not(MODULE), no_std)]
 #![forbid(unsafe_code)]
 
+pub mod dctcp;
 pub mod fixed;
 pub mod reno;
 pub mod timely;
