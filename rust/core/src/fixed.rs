@@ -7,7 +7,8 @@ pub const PPM: u64 = 1_000_000;
 
 /// `a * b / d`, rounded down, computed without 128-bit division (which the kernel does not
 /// provide) as `(a / d) * b + (a % d) * b / d`. Exact while `(d - 1) * b` and
-/// `(a / d) * b` fit in 64 bits; saturates instead of wrapping beyond that. `d == 0` gives
+/// `(a / d) * b` fit in 64 bits; beyond that the result is not specified (it neither panics
+/// nor wraps to above the exact value; every caller stays in the exact domain). `d == 0` gives
 /// `u64::MAX`.
 pub fn mul_div(a: u64, b: u64, d: u64) -> u64 {
     if d == 0 {

@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Writes the hand-made seeds corpus/<target>/seed-*: realistic runs encoded in the byte
+format the targets decode with src/lib.rs (Input), so fuzzing starts from the project's parameter sets and
+from ACK streams that visit every zone. The rest of each corpus is what `make fuzz-cmin`
+kept from fuzzing runs. Rerun after changing the input format: python3 seeds.py"""
+
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+U32_MAX, U64_MAX = 2**32 - 1, 2**64 - 1
+U32_EDGES = {0: 0, 1: 1, 2: 2, U32_MAX: 3, U32_MAX - 1: 4, 2**31 - 1: 5, 2**31: 6, 2**22: 7}
+
+
+def u8(v):
+    return bytes([v & 0xFF])
+
+
+def u32(v):
+    if v in U32_EDGES:
+        return u8(U32_EDGES[v])
+    if v < 256:
+        return u8(8) + u8(v)
+    if v < 65536:
+        return u8(11) + struct.pack("<H", v)
+    return u8(13) + struct.pack("<I", v)
+
+
+def u64(v):
+    if v == 0:
+        return u8(0)
+    if v <= U32_MAX:
+        return u8(5) + u32(v)
+    return u8(4) + struct.pack("<Q", v)
+
+
+def forward(dt):
+    """Input::clock stepping forward by dt."""
+    if dt == 0:
+        return u8(0)
+    if dt < 256:
+        return u8(10) + u8(dt)
+    if dt < 65536:
+        return u8(6) + struct.pack("<H", dt)
+    return u8(5) + u64(dt)
+
+
+def rtt(v):
+    """Input::rtt_sample: -1 (no sample) or a value in 0..=u32::MAX."""
+    return u8(0) if v < 0 else u8(15) + u32(v)
+
+
+PAPER, P1G, P100M = 0, 1, 2
+T_LOW = {PAPER: 50, P1G: 500, P100M: 5000}
+
+
+def preset(which):
+    return u8(which) + u32(0) + u8(15)  # the preset, no field replaced
+
+
+def timely(which, events, mss=1448, others=0):
+    out = preset(which) + u32(mss) + u64(0) + u32(others)
+    for e in events:
+        kind = e[0]
+        if kind == "ack":  # ("ack", dt, packets, rtt, delayed, app_limited)
+            _, dt, pkts, sample, delayed, app = e
+            out += u8(0) + forward(dt) + u8(1) + u8(pkts) + rtt(sample)
+            out += u8(int(delayed) | int(app) << 1)
+        elif kind == "tx":  # ("tx", dt)
+            out += u8(10) + forward(e[1])
+        elif kind == "loss":
+            out += u8(12)
+        elif kind == "mss":
+            out += u8(14) + u32(e[1])
+        elif kind == "init":
+            out += u8(15) + u8(0) + u32(e[1])
+        elif kind == "reload":  # ("reload", preset): the module loaded again
+            out += u8(15) + u8(1) + preset(e[1]) + u32(1448) + u64(0) + u32(0)
+    return out
+
+
+def acks(n, dt, rtt_of, pkts=2, **kw):
+    return [("ack", dt, pkts, rtt_of(k), kw.get("delayed", False), kw.get("app", False))
+            for k in range(n)]
+
+
+def timely_seeds():
+    s = {}
+    # 10 Gbit/s, RTT below T_low: additive increase every 16 KB.
+    s["paper-low-rtt"] = timely(PAPER, acks(120, 3, lambda k: 30))
+    # RTT climbing through the gradient zone past T_high, then draining: decrease, HAI.
+    s["paper-queue-builds-and-drains"] = timely(
+        PAPER, acks(100, 3, lambda k: 60 + 6 * k) + acks(100, 3, lambda k: max(60, 660 - 6 * k)))
+    # 1 Gbit/s flow, noisy RTT around T_low..T_high, a loss, application-limited stretch.
+    s["1g-noisy-loss-app-limited"] = timely(
+        P1G, acks(80, 30, lambda k: 700 + (k * 37) % 900) + [("loss",)]
+        + acks(60, 60, lambda k: 800, app=True) + acks(40, 30, lambda k: 6000))
+    # 100 Mbit/s: no samples (-1), maybe-delayed ACKs, idle gaps, an MSS change, re-init.
+    s["100m-idle-delayed-mss"] = timely(
+        P100M, acks(20, 120, lambda k: -1) + acks(30, 120, lambda k: 45000, delayed=True)
+        + acks(40, 120, lambda k: 6000) + [("tx", 400000)] + acks(40, 120, lambda k: 52000)
+        + [("mss", 536)] + acks(40, 120, lambda k: 5200) + [("init", 3)]
+        + acks(40, 120, lambda k: 4000) + [("reload", PAPER)] + acks(40, 3, lambda k: 100))
+    # Extreme samples: 0, u32::MAX, and a clock that jumps.
+    s["paper-absurd-samples"] = timely(
+        PAPER, acks(30, 3, lambda k: [0, U32_MAX, 10_000_001, 1][k % 4])
+        + [("tx", 2**40)] + acks(30, 0, lambda k: 100))
+    return s
+
+
+def params_seeds():
+    return {
+        "paper": preset(PAPER) + u32(1448),
+        "1g": preset(P1G) + u32(1448),
+        "100m-floor-raised": preset(P100M) + u32(1448) + u32(3),
+        # t_high_us=50 <= t_low_us: rejected, names t_high_us.
+        "paper-bad-t-high": u8(PAPER) + u32(50) + u8(1),
+        # max_rate_mbps=0: rejected.
+        "paper-bad-max-rate": u8(PAPER) + u32(0) + u8(9),
+    }
+
+
+def reno_seeds():
+    def window(cwnd, ssthresh, credit, clamp):
+        return u32(cwnd) + u32(ssthresh) + u32(credit) + u32(clamp)
+
+    def ack(n, limited=True):
+        return u8(0) + u8(1) + u8(n) + u8(1 if limited else 0)
+
+    slow_start = window(10, 2**31 - 1, 0, 10000) + ack(1) * 40
+    return {
+        "slow-start-loss-avoidance-undo": slow_start + u8(5) + u8(0) + ack(2) * 60 + u8(6) + ack(3) * 20,
+        "timeout-to-one": window(64, 32, 5, 10000) + ack(1) * 10 + u8(5) + u8(1) + ack(1) * 30,
+        "clamped": window(99, 1000, 0, 100) + ack(50) + u8(7) + u32(20) + ack(5) * 5,
+        "idle-not-limited": window(10, 5, 0, 10000) + ack(100, False) * 3,
+    }
+
+
+def dctcp_seeds():
+    def flow(g, alpha, una, nxt, dlv, ce, rcv, cwnd):
+        return (u32(g) + u32(1024) + u32(100) + u32(10) + u32(1000)
+                + u32(una) + u32(nxt) + u32(dlv) + u32(ce) + u32(alpha) + u32(rcv) + u32(cwnd))
+
+    def ack(una_step, nxt_step, delivered, marked_shift):
+        # marked = delivered >> shift (shift 0..5), via the `n` branch of the CE counter.
+        return (u8(0) + u8(2) + u8(una_step) + u8(2) + u8(nxt_step) + u8(delivered)
+                + u8(1) + u8(2 + marked_shift))
+
+    half_marked = flow(4, 1024, 1000, 5000, 7, 0, 42, 100)
+    half_marked += (ack(200, 200, 10, 1) * 30 + u8(4) + u8(1) + ack(200, 200, 10, 5) * 20
+                    + u8(5) + u8(1) + u8(6))
+    receiver = flow(4, 0, 0, 0, 0, 0, 100, 10)
+    for k in range(20):
+        receiver += u8(7) + u8(k % 3 == 0) + u32(100 + 1448 * k)
+    wrap = flow(10, 0, U32_MAX - 10, U32_MAX - 5, U32_MAX - 1, U32_MAX, 0, 2**22)
+    wrap += ack(20, 30, 5, 0) * 10 + u8(4) + u8(0) + u32(2**22 + 1) + u8(4) + u8(1)
+    return {"half-marked-ece-loss-undo": half_marked, "receiver-ce-changes": receiver,
+            "sequence-wrap-big-window": wrap}
+
+
+def fixed_seeds():
+    def call(a, b, d):
+        return u64(a) + u64(b) + u64(d)
+
+    return {
+        "decrease": call(10_000_000_000, 600_000, 1_000_000),
+        "high-rtt-excess": call(1_000_000, 500, 1000),
+        "delivery-rate": call(16384 * 8, 1_000_000, 262),
+        "divide-by-zero": call(7, 3, 0),
+        "saturates": call(U64_MAX, U64_MAX, 1),
+    }
+
+
+def main():
+    for target, seeds in [("timely", timely_seeds()), ("timely_params", params_seeds()),
+                          ("reno", reno_seeds()), ("dctcp", dctcp_seeds()),
+                          ("fixed", fixed_seeds())]:
+        d = os.path.join(HERE, "corpus", target)
+        os.makedirs(d, exist_ok=True)
+        for name, data in seeds.items():
+            with open(os.path.join(d, "seed-" + name), "wb") as f:
+                f.write(data)
+
+
+if __name__ == "__main__":
+    main()
