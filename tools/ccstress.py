@@ -68,15 +68,18 @@ def describe(e):
 
 
 # dctcp on a connection that did not negotiate ECN (a retransmitted SYN drops ECN)
-# hands the socket to its Reno fallback, which has its own name.
-FALLBACKS = {"dctcp-reno": "dctcp"}
+# hands the socket to its Reno fallback, which has its own name: "dctcp-reno", and for the
+# Rust abstraction's ECN fallback "<name>-reno" (rust_dctcp-reno).
+def fallback_of(name):
+    """The control an ECN fallback stands in for, or the name itself."""
+    return name[: -len("-reno")] if name.endswith("-reno") and name != "reno" else name
 
 
 def cc_name(sock):
     """The socket's control, its fallback reported as the control it stands in for."""
     raw = sock.getsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, TCP_CA_NAME_MAX)
     name = raw.split(b"\0", 1)[0].decode()
-    return FALLBACKS.get(name, name)
+    return fallback_of(name)
 
 
 # ---------------------------------------------------------------------------- diag
@@ -140,7 +143,7 @@ def diag_loop(controls, seconds):
                     for atype, data in _attrs(msg, INET_DIAG_MSG_LEN, len(msg)):
                         if atype == INET_DIAG_CONG:
                             name = data.split(b"\0", 1)[0].decode()
-                            name = FALLBACKS.get(name, name)
+                            name = fallback_of(name)
                             by_control[name] += 1
                             if name not in controls and len(errors) < MAX_ERRORS_KEPT:
                                 errors.append(f"a socket reports control {name!r}")

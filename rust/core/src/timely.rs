@@ -946,6 +946,177 @@ mod tests {
         assert_eq!(fixed.init_rate_bps(99), 300_000_000);
     }
 
+    /// An RTT sample as the abstraction hands it over: the kernel's `long` (-1 for none, as
+    /// for retransmitted data) converted with `u32::try_from`, so negative values and values
+    /// beyond `u32::MAX` are no sample at all.
+    fn kernel_sample(rtt_us: i64) -> Option<u32> {
+        u32::try_from(rtt_us).ok()
+    }
+
+    #[test]
+    fn bad_samples_never_make_or_distort_a_completion() {
+        let mut s = Segmenter::default();
+        s.restart(0);
+        // A segment whose only samples are -1 (or beyond u32) never completes...
+        for rtt in [-1, i64::MIN, 1 << 40, -1] {
+            let sample = usable_rtt_us(kernel_sample(rtt), false);
+            assert_eq!(s.on_ack(&P, 100, P.seg_bytes, sample), None);
+        }
+        // ...until a real one arrives: 0 counts as 1 us, absurd values as 10 s.
+        let c = s.on_ack(&P, 200, 1, kernel_sample(0)).unwrap();
+        assert_eq!(c.rtt_us, 1);
+        let mut s = Segmenter::default();
+        s.restart(0);
+        let mut last = None;
+        for rtt in [i64::from(u32::MAX), i64::from(MAX_RTT_US) + 1] {
+            last = s.on_ack(&P, 300, P.seg_bytes, kernel_sample(rtt));
+            assert_eq!(last.unwrap().rtt_us, MAX_RTT_US);
+        }
+        // A clamped absurd sample drives the law like a 10 s RTT: a bounded cut, no overflow.
+        let mut t = warmed(Variant::Original, 1_000_000_000, 100);
+        t.on_completion(&P, Variant::Original, last.unwrap().rtt_us, false);
+        assert_eq!(t.mode, Mode::HighRtt as u8);
+        assert!(t.rate_bps >= 500_000_000 && t.rate_bps < 1_000_000_000);
+    }
+
+    #[test]
+    fn clock_jumps_neither_fake_idle_nor_break_rates() {
+        let mut s = Segmenter::default();
+        s.restart(10_000);
+        assert_eq!(s.on_ack(&P, 10_100, 8192, Some(80)), None);
+        // The clock steps back: no idle period is read into it, the segment goes on.
+        let before = s;
+        s.on_tx_start(&P, 5_000, 10_000_000_000);
+        assert_eq!(s, before);
+        // Completed before it began: the elapsed time counts as 1 us (a finite rate), and
+        // the next segment starts at the new clock.
+        let c = s.on_ack(&P, 5_000, 8192, Some(90)).unwrap();
+        assert_eq!(c.delivered_bps, 16_384 * 8 * 1_000_000);
+        assert_eq!(c.rtt_us, 80);
+        assert_eq!(s.start_us, 5_000);
+        // Back to 0 and to the end of time: saturating, never wrapping.
+        assert_eq!(s.on_ack(&P, 0, 100, Some(80)), None);
+        s.on_tx_start(&P, u64::MAX, 10_000_000_000);
+        assert_eq!(
+            (s.acked_bytes, s.start_us),
+            (0, u64::MAX),
+            "a jump forward is idle"
+        );
+        let c = s.on_ack(&P, u64::MAX, P.seg_bytes, Some(80)).unwrap();
+        assert_eq!(c.delivered_bps, u64::from(P.seg_bytes) * 8 * 1_000_000);
+        s.on_tx_start(&P, 0, 10_000_000_000);
+        assert_eq!(
+            s.start_us,
+            u64::MAX,
+            "a jump back from the end of time is not idle"
+        );
+        // A jump forward within a segment: a very low delivery rate, so the completion
+        // counts as application-limited and cannot raise the rate.
+        let mut s = Segmenter::default();
+        s.restart(0);
+        let c = s.on_ack(&P, 1 << 40, P.seg_bytes, Some(30)).unwrap();
+        assert!(is_app_limited(c.delivered_bps, P.min_rate_bps()));
+        let mut t = warmed(Variant::Original, 1_000_000_000, 30);
+        t.on_completion(&P, Variant::Original, c.rtt_us, true);
+        assert_eq!(t.rate_bps, 1_000_000_000);
+    }
+
+    /// ACK streams as the kernel may deliver them, through `Segmenter` into the law, over
+    /// random valid parameters: samples of -1, 0, `u32::MAX` and beyond (and ACKs flagged
+    /// as maybe delayed) mixed with real ones, ACKs of 0 bytes up to `u32::MAX`, and a clock
+    /// that steps back (to 0, too) and jumps forward (to the end of time, too), with idle
+    /// restarts and losses. No panic or overflow (test builds check); every completion has
+    /// a usable sample behind it, an RTT within [1 us, 10 s] and no larger than its own
+    /// segment's smallest sample, the delivery rate of the bytes over the elapsed time (at
+    /// least 1 us); the rate stays within its bounds and the window cap above its floor.
+    #[test]
+    fn property_bad_samples_and_clock_jumps() {
+        let mut rng = Rng::new(0x5eed_c10c);
+        // Completions seen, and those of segments the clock stepped back into.
+        let (mut completions, mut backwards) = (0, 0);
+        for _ in 0..300 {
+            let p = random_params(&mut rng);
+            for variant in [Variant::Original, Variant::Patched] {
+                let mut now = rng.range(0, u64::MAX);
+                let mut s = Segmenter::default();
+                s.restart(now);
+                let mut t = Timely::new(&p, p.init_rate_bps(rng.range(0, 100) as u32));
+                // Smallest usable sample of the current segment (clamped), if any.
+                let mut seg_min: Option<u32> = None;
+                for _ in 0..300 {
+                    now = match rng.range(0, 19) {
+                        0 => now.saturating_sub(rng.range(1, 1 << 40)),
+                        1 => 0,
+                        2 => now.saturating_add(rng.range(1, 1 << 40)),
+                        3 => u64::MAX - rng.range(0, 1000),
+                        _ => now.saturating_add(rng.range(0, 2000)),
+                    };
+                    match rng.range(0, 9) {
+                        0 => {
+                            let before = s;
+                            s.on_tx_start(&p, now, t.rate_bps);
+                            if now <= before.last_ack_us {
+                                assert_eq!(s, before, "idle read into a clock step back");
+                            }
+                            if s != before {
+                                assert_eq!((s.acked_bytes, s.rtt_us, s.start_us), (0, 0, now));
+                                seg_min = None;
+                            }
+                        }
+                        1 => {
+                            t.on_loss(&p);
+                        }
+                        _ => {
+                            let rtt = match rng.range(0, 9) {
+                                0 => -1,
+                                1 => 0,
+                                2 => i64::from(u32::MAX),
+                                3 => rng.range(u64::from(u32::MAX), u64::MAX >> 1) as i64,
+                                4 => -(rng.range(1, 1 << 62) as i64),
+                                5 => rng.range(u64::from(MAX_RTT_US), u64::from(u32::MAX)) as i64,
+                                _ => rng.range(1, u64::from(p.t_high_us) * 2) as i64,
+                            };
+                            let sample = usable_rtt_us(kernel_sample(rtt), rng.range(0, 9) == 0);
+                            let acked = match rng.range(0, 19) {
+                                0 => 0,
+                                1 => u32::MAX,
+                                _ => rng.range(1, 2 * 1448) as u32,
+                            };
+                            if let Some(r) = sample {
+                                let r = r.clamp(1, MAX_RTT_US);
+                                seg_min = Some(seg_min.map_or(r, |m| m.min(r)));
+                            }
+                            let before = s;
+                            if let Some(c) = s.on_ack(&p, now, acked, sample) {
+                                let min = seg_min.expect("a completion without a usable sample");
+                                assert!((1..=min).contains(&c.rtt_us));
+                                let bytes = u128::from(before.acked_bytes.saturating_add(acked));
+                                assert!(bytes >= u128::from(p.seg_bytes));
+                                let elapsed =
+                                    u128::from(now.saturating_sub(before.start_us).max(1));
+                                let exact = bytes * 8 * 1_000_000 / elapsed;
+                                assert_eq!(u128::from(c.delivered_bps), exact.min(u64::MAX.into()));
+                                assert_eq!((s.acked_bytes, s.rtt_us, s.start_us), (0, 0, now));
+                                seg_min = None;
+                                completions += 1;
+                                backwards += usize::from(now < before.start_us);
+                                let app = is_app_limited(c.delivered_bps, t.rate_bps);
+                                t.on_completion(&p, variant, c.rtt_us, app);
+                            }
+                        }
+                    }
+                    assert!(t.rate_bps >= p.min_rate_bps() && t.rate_bps <= p.max_rate_bps());
+                    assert!(cwnd_cap_pkts(&p, t.rate_bps, 1448) >= MIN_CWND_PKTS);
+                    assert!(pacing_bytes_per_sec(t.rate_bps) <= p.max_rate_bps() / 8);
+                }
+            }
+        }
+        assert!(
+            completions > 5_000 && backwards > 1_000,
+            "{completions} / {backwards}"
+        );
+    }
+
     #[test]
     fn cwnd_cap_covers_t_high() {
         // 1 Gbit/s for 520 us = 65 000 bytes = 44 packets of 1448 bytes.

@@ -1,0 +1,411 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Fault matrix for congestion control modules, in the UML guest. For every control the
+# given modules register:
+#   1. load/unload cycles under traffic: insmod, a short flow with the control, rmmod
+#      refused while the flow is open, close, rmmod succeeds; dmesg clean after;
+#   2. many concurrent flows (all controls, round-robin) through one bottleneck: every
+#      flow makes progress, none stalls; min/median bytes per flow;
+#   3. netem faults at the bottleneck (loss 0/1/5/10%, reordering, duplication,
+#      corruption, delay jitter, link flaps): a fixed transfer per fault and control,
+#      SHA-256 of what arrived checked against what was sent; throughput and retransmits;
+#   4. every module parameter, below its minimum and above its maximum, fails the load
+#      with a message naming it and its allowed range (table below);
+#   5. an unprivileged process selecting a control that is not allowed gets EPERM, and
+#      its socket keeps the control it had.
+#
+#   tcp_cc_faults.sh [-c CYCLES] [-f FLOWS] [-t FLOW_SECONDS] [-b BYTES] [-B BUDGET_S] \
+#                    MODULE.ko [PARAM=VALUE...] [MODULE.ko [PARAM=VALUE...]]...
+#
+# PARAM=VALUE words are insmod parameters of the module before them (as for
+# tcp_cc_stress.sh). Defaults: 200 cycles in all, 1000 flows for 8 s, 2000000-byte
+# transfers with a 20 s budget each.
+set -u
+source "$(dirname "$0")/lib.sh"
+helper=$(cd "$(dirname "$0")/.." && pwd)/tools/ccfaults.py
+PORT=5401
+RATE_MBIT=100 DELAY_US=500 QUEUE_PKTS=500
+
+# Parameter ranges, checked by item 4: module|parameter|min|max|why. Each value is tried
+# alone, the module's other parameters at their defaults, so ranges that depend on
+# another parameter are given at that parameter's default. A min of 0 has nothing below
+# it to try (the parameters are u32). Every parameter `modinfo -p` lists must be here.
+# Sources: README.md's table, Params::validate() in rust/core/src/timely.rs,
+# check() in rust/tcp_rust_dctcp.rs.
+PARAM_TABLE=(
+	"tcp_timely|t_low_us|1|9999999|"
+	"tcp_timely|t_high_us|51|10000000|min t_low_us+1, t_low_us at its default 50"
+	"tcp_timely|delta_kbps|1|10000000|max max_rate_mbps*1000, max_rate_mbps at its default 10000"
+	"tcp_timely|beta_ppm|1|1000000|"
+	"tcp_timely|alpha_ppm|1|1000000|"
+	"tcp_timely|min_rtt_us|1|10000000|"
+	"tcp_timely|hai_threshold|1|1000|"
+	"tcp_timely|hai_factor|1|100|"
+	"tcp_timely|min_rate_kbps|1|10000000|max max_rate_mbps*1000, at its default 10000"
+	"tcp_timely|max_rate_mbps|1|400000|"
+	"tcp_timely|init_rate_mbps|0|10000|max max_rate_mbps, at its default 10000"
+	"tcp_timely|seg_bytes|1|65536|"
+	"tcp_timely|line_rate_mbps|0|400000|"
+	"tcp_timely|patched_beta_ppm|1|1000000|"
+	"tcp_timely|rtt_ref_us|0|10000000|"
+	"tcp_rust_dctcp|dctcp_shift_g|0|10|"
+	"tcp_rust_dctcp|dctcp_alpha_on_init|0|1024|"
+)
+
+# Faults at the bottleneck (item 3): name|netem arguments ("flap": no impairment, the
+# bottleneck device is set down for FLAP_DOWN_MS and up again FLAPS times during the
+# transfer, when 20%, 45% and 70% of it are acknowledged).
+FLAPS=3 FLAP_DOWN_MS=250
+FAULTS=(
+	"loss 0%|loss 0%"
+	"loss 1%|loss 1%"
+	"loss 5%|loss 5%"
+	"loss 10%|loss 10%"
+	"reordering|delay 1ms reorder 25% 50%"
+	"duplication|duplicate 5%"
+	"corruption|corrupt 1%"
+	"delay jitter|delay 1ms 1ms"
+	"link flaps|flap"
+)
+# Only here may a transfer that runs out of its budget pass, and only if the receiver got
+# some of it, intact. At 10% random loss a retransmission is itself lost one time in ten,
+# and each such loss doubles the retransmission timeout: how long 2 MB takes then depends
+# on luck and on the host (UML on the normal clock), which is performance, measured by the
+# bench; no progress at all would be a stall, a functional failure.
+PARTIAL_OK_FAULT="loss 10%"
+
+BAD_DMESG='WARNING:|BUG:|Oops|Call Trace|general protection|KASAN|UBSAN|refcount_t:|possible recursive|circular locking|Unknown rela|out of memory|page allocation failure'
+
+usage() {
+	echo "usage: $0 [-c CYCLES] [-f FLOWS] [-t FLOW_SECONDS] [-b BYTES] [-B BUDGET_S] MODULE.ko [PARAM=VALUE...]..." >&2
+	exit 2
+}
+cycles=200 flows=1000 flow_seconds=8 xfer_bytes=2000000 budget=20
+while getopts c:f:t:b:B: opt; do
+	case $opt in
+	c) cycles=$OPTARG ;;
+	f) flows=$OPTARG ;;
+	t) flow_seconds=$OPTARG ;;
+	b) xfer_bytes=$OPTARG ;;
+	B) budget=$OPTARG ;;
+	*) usage ;;
+	esac
+done
+shift $((OPTIND - 1))
+kos=() params=()
+for arg; do
+	case $arg in
+	*.ko) kos+=("$arg") params+=("") ;;
+	*=*) [ ${#kos[@]} -gt 0 ] || usage; params[-1]+=" $arg" ;;
+	*) usage ;;
+	esac
+done
+[ ${#kos[@]} -gt 0 ] || usage
+modname() { basename "$1" .ko; }
+
+out=$(mktemp -d /run/selftest.XXXXXX)
+server_pid=""
+allowed_before=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	ns_cleanup
+	echo "$allowed_before" > /proc/sys/net/ipv4/tcp_allowed_congestion_control 2>/dev/null
+	rm -rf "$out"
+}
+trap cleanup EXIT
+json() { python3 -c "import json,sys; d=json.load(open('$1')); print($2)" 2>/dev/null; }
+available() { tr ' ' '\n' < /proc/sys/net/ipv4/tcp_available_congestion_control | sort -u; }
+dmesg_clean() { ! dmesg | grep -E "$BAD_DMESG"; }
+# Unloads a module, retrying while its last sockets finish closing.
+rmmod_retry() {
+	local i
+	for i in $(seq 100); do rmmod "$1" 2>/dev/null && return 0; sleep 0.1; done
+	rmmod "$1"
+}
+
+# The controls each module registers, found by loading it once (before the plan, which
+# depends on them). A module that does not load registers none; its insmod test fails.
+dmesg -C
+mod_controls=()
+for i in "${!kos[@]}"; do
+	available > "$out/avail.before"
+	# shellcheck disable=SC2086 # a list of PARAM=VALUE words
+	if insmod "${kos[$i]}" ${params[$i]} 2> "$out/discover.$i.err"; then
+		available > "$out/avail.after"
+		mod_controls+=("$(comm -13 "$out/avail.before" "$out/avail.after" | paste -sd " ")")
+		rmmod "$(modname "${kos[$i]}")"
+	else
+		mod_controls+=("")
+	fi
+done
+controls=$(printf '%s ' "${mod_controls[@]}" | xargs)
+n_controls=$(wc -w <<<"$controls")
+nk=${#kos[@]}
+
+ktap_plan $((3 * nk + 7 + n_controls * (${#FAULTS[@]} + 1)))
+diag "modules: ${kos[*]}; controls: ${controls:-none}"
+for i in "${!kos[@]}"; do
+	[ -n "${mod_controls[$i]}" ] ||
+		diag "$(modname "${kos[$i]}") did not load: $(cat "$out/discover.$i.err")"
+done
+
+# ---------------------------------------------------------------- 4. invalid parameters
+# rejects MODULE.ko NAME VALUE MIN MAX: insmod NAME=VALUE fails, the kernel log says
+# "invalid parameter NAME=VALUE: allowed range MIN..=MAX", and nothing stays registered.
+rejects() {
+	local ko=$1 name=$2 value=$3 min=$4 max=$5 want seen new
+	want="invalid parameter $name=$value: allowed range $min..=$max"
+	seen=$(dmesg | wc -l)
+	available > "$out/avail.before"
+	if insmod "$ko" "$name=$value" 2> "$out/insmod.err"; then
+		rmmod "$(modname "$ko")"
+		echo "$name=$value: loaded"
+		return 1
+	fi
+	new=$(dmesg | tail -n +$((seen + 1)))
+	grep -qF "$want" <<<"$new" ||
+		{ echo "$name=$value: no '$want' in dmesg: $(tail -2 <<<"$new" | tr '\n' ' ')"; return 1; }
+	available | cmp -s - "$out/avail.before" ||
+		{ echo "$name=$value: registered controls changed"; return 1; }
+	[ ! -d "/sys/module/$(modname "$ko")" ] || { echo "$name=$value: module left loaded"; return 1; }
+}
+params_rejected() { # MODULE.ko: every table row of the module, below min and above max
+	local ko=$1 mod listed table row m name min max note tried=0 bad=0 log
+	mod=$(modname "$ko")
+	listed=$(modinfo -p "$ko" 2>/dev/null | cut -d: -f1 | sort)
+	table=$(printf '%s\n' "${PARAM_TABLE[@]}" | awk -F'|' -v m="$mod" '$1 == m { print $2 }' | sort)
+	if [ "$listed" != "$table" ]; then
+		echo "modinfo -p lists: $(echo $listed); the table has: $(echo $table)"
+		return 1
+	fi
+	for row in "${PARAM_TABLE[@]}"; do
+		IFS='|' read -r m name min max note <<<"$row"
+		[ "$m" = "$mod" ] || continue
+		if [ "$min" -gt 0 ]; then
+			tried=$((tried + 1))
+			log=$(rejects "$ko" "$name" $((min - 1)) "$min" "$max") || { bad=$((bad + 1)); echo "$log"; }
+		fi
+		tried=$((tried + 1))
+		log=$(rejects "$ko" "$name" $((max + 1)) "$min" "$max") || { bad=$((bad + 1)); echo "$log"; }
+	done
+	echo "$tried values tried, $bad not rejected as expected"
+	[ $bad -eq 0 ]
+}
+for ko in "${kos[@]}"; do
+	mod=$(modname "$ko")
+	if [ -z "$(modinfo -p "$ko" 2>/dev/null)" ] &&
+		! printf '%s\n' "${PARAM_TABLE[@]}" | grep -q "^$mod|"; then
+		ktap_ok "$mod: invalid parameters rejected at load (it has none)"
+		diag "$mod: modinfo -p lists no parameters: 0 values tried"
+		continue
+	fi
+	if params_rejected "$ko" > "$out/params.$mod" 2>&1; then
+		ktap_ok "$mod: every parameter below min / above max fails insmod, dmesg names it and its range"
+	else
+		ktap_not_ok "$mod: every parameter below min / above max fails insmod, dmesg names it and its range"
+	fi
+	diag_lines "$(sed "s/^/$mod: /" "$out/params.$mod")"
+done
+
+# ---------------------------------------------------------------- dumbbell and server
+# One listener for everything: with many flows, the server needs the descriptors and
+# the listen backlog.
+ulimit -n $((2 * flows + 1024)) 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+start_server() {
+	setup_dumbbell $RATE_MBIT $DELAY_US $QUEUE_PKTS || { echo "dumbbell setup failed"; return 1; }
+	ip netns exec $NS_SRV sysctl -qw net.core.somaxconn=$((2 * flows + 128)) \
+		net.ipv4.tcp_max_syn_backlog=$((2 * flows + 128))
+	ip netns exec $NS_SRV python3 -I "$helper" server --port $PORT --log "$out/server.log" \
+		> "$out/server.json" 2> "$out/server.err" &
+	server_pid=$!
+	pids+=($server_pid)
+	local i
+	for i in $(seq 50); do
+		ss -N $NS_SRV -ltnH "sport = :$PORT" 2>/dev/null | grep -q . && return 0
+		sleep 0.1
+	done
+	echo "server not listening on $PORT"; cat "$out/server.err"; return 1
+}
+if start_server > "$out/setup.log" 2>&1; then
+	ktap_ok "dumbbell up, server listening"
+else
+	ktap_not_ok "dumbbell up, server listening"; diag_lines "$(cat "$out/setup.log")"
+fi
+diag "dumbbell: ${RATE_MBIT} Mbit/s bottleneck, ${QUEUE_PKTS}-packet FIFO, ${DELAY_US} us reverse delay;" \
+	"fd limit $(ulimit -n); guest memory $(awk '/MemTotal/ {print int($2 / 1024)}' /proc/meminfo) MB"
+
+# ---------------------------------------------------------------- 1. load/unload cycles
+cycle_args=()
+for i in "${!kos[@]}"; do
+	[ -n "${mod_controls[$i]}" ] || continue
+	cycle_args+=(--module "${kos[$i]}" "${mod_controls[$i]// /,}" "${params[$i]# }")
+done
+cycles_run() {
+	[ ${#cycle_args[@]} -gt 0 ] || { echo "no module registered a control"; return 1; }
+	ip netns exec $NS_CLI python3 -I "$helper" cycles --dst $SRV_ADDR --port $PORT \
+		--cycles "$cycles" "${cycle_args[@]}" > "$out/cycles.json" 2> "$out/cycles.err" ||
+		{ json "$out/cycles.json" "'\n'.join(d['errors'])"; cat "$out/cycles.err"; return 1; }
+}
+check "load/unload cycles: insmod, flow, rmmod refused while open, close, rmmod ($cycles)" cycles_run
+diag "rmmod while a flow was open said: $(json "$out/cycles.json" "d.get('refusal_message', '-')")"
+diag "cycles: $(json "$out/cycles.json" "f\"{d['cycles']} done in {d['seconds']} s\"
+	f\" (median {d.get('cycle_ms_median')} ms, max {d.get('cycle_ms_max')} ms per cycle),\"
+	f\" {d['refusals']} rmmod refusals while a flow was open, {d['rmmod_retries']} rmmod retries\"
+	f\" after close; by control {d['by_control']};\"
+	f\" background flow {d['background_bytes'] >> 20} MiB\"")"
+check "dmesg clean after the parameter checks and the load/unload cycles" dmesg_clean
+# A failed cycle may leave its module loaded: unload it, so the items below still run.
+for ko in "${kos[@]}"; do
+	mod=$(modname "$ko")
+	[ -d "/sys/module/$mod" ] || continue
+	diag "$mod left loaded by the cycles: $(rmmod_retry "$mod" 2>&1 && echo unloaded)"
+done
+
+# ---------------------------------------------------------------- load for items 2, 3, 5
+for i in "${!kos[@]}"; do
+	# shellcheck disable=SC2086
+	check "insmod $(modname "${kos[$i]}")${params[$i]}" insmod "${kos[$i]}" ${params[$i]}
+done
+
+# ---------------------------------------------------------------- 2. many flows
+# The bottleneck's buffer holds 4 packets per flow (at least QUEUE_PKTS): TIMELY's smallest
+# window (MIN_CWND_PKTS) and the fewest in flight with which a loss is still repaired by
+# fast retransmit rather than a timeout. With less, the flows' smallest windows alone
+# overflow it for good, and TCP's timeout backoff locks random flows out for seconds
+# whatever their control (seen at 500 packets: 22 of 1000 flows, of all three controls,
+# without an ACK for the last 4 s of an 8 s run): a lottery, not a test of the modules.
+flow_queue=$((4 * flows > QUEUE_PKTS ? 4 * flows : QUEUE_PKTS))
+flows_run() {
+	[ -n "$controls" ] || { echo "no controls"; return 1; }
+	ip netns exec $NS_CLI python3 -I "$helper" flows --dst $SRV_ADDR --port $PORT \
+		--controls "${controls// /,}" --flows "$flows" --seconds "$flow_seconds" \
+		> "$out/flows.json" 2> "$out/flows.err"
+	flows_status=$?
+	json "$out/flows.json" "d['connected']" > /dev/null ||
+		{ echo "no result:"; cat "$out/flows.json" "$out/flows.err"; return 1; }
+}
+tc -n $NS_RTR qdisc change dev r1 parent 1:1 handle 10: pfifo limit $flow_queue
+flows_run > "$out/flows.log" 2>&1
+tc -n $NS_RTR qdisc change dev r1 parent 1:1 handle 10: pfifo limit $QUEUE_PKTS
+connected=$(json "$out/flows.json" "d['connected']")
+if [ "${connected:-0}" = "$flows" ]; then
+	ktap_ok "$flows flows connected through the bottleneck"
+else
+	ktap_not_ok "$flows flows connected through the bottleneck"
+	diag_lines "$(cat "$out/flows.log")"
+	diag "connected ${connected:-?}; errors: $(json "$out/flows.json" "d['errors'][:5]")"
+fi
+diag "flows: $(json "$out/flows.json" "f\"{d['connected']} flows over {len(d['by_control'])} controls\"
+	f\" through a $flow_queue-packet FIFO, connected in {d['connect_seconds']} s, sent for\"
+	f\" {d['seconds']} s; data bytes acked per flow min {d['bytes_min']} median {d['bytes_median']}\"
+	f\" max {d['bytes_max']}, total {d['bytes_total'] >> 20} MiB\"
+	f\" ({d['bytes_total'] * 8 / d['seconds'] / 1e6:.1f} Mbit/s), {d['retransmits']} retransmits;\"
+	f\" longest wait for an ACK with data outstanding {d['stall_max_s']} s (sampled every\"
+	f\" ~{d['seconds'] / max(d['samples'], 1):.1f} s); lowest MemAvailable {d['mem_available_kb_min'] >> 10} MB,\"
+	f\" TCP memory at most {d['tcp_mem_pages_max'] * 4 >> 10} MB\"") (tcp_mem: pressure at $(($(awk '{print $2}' /proc/sys/net/ipv4/tcp_mem) * 4 >> 10)) MB, limit $(($(awk '{print $3}' /proc/sys/net/ipv4/tcp_mem) * 4 >> 10)) MB)"
+diag "flows by control: $(json "$out/flows.json" "'; '.join(f'{c}: {v[\"flows\"]} flows, bytes min {v[\"min\"]} median {v[\"median\"]}, {v[\"retransmits\"]} retransmits' for c, v in d['by_control'].items())")"
+every_flow_progressed() {
+	local n errors
+	n=$(json "$out/flows.json" "d['no_progress']")
+	errors=$(json "$out/flows.json" "'; '.join(d['errors'][:5])")
+	[ "${n:-1}" = 0 ] && [ -z "$errors" ] && [ "${flows_status:-1}" = 0 ] ||
+		{ echo "${n:-?} flows without a byte acked; errors: ${errors:-none}"; return 1; }
+}
+check "every flow made progress (bytes acked > 0 each)" every_flow_progressed
+# A stall is a flow whose sender gave up: data outstanding at half time, and for the whole
+# second half neither an ACK for more of it nor a retransmission. Waiting out timeouts is
+# not a stall (each timeout retransmits); heavy loss at the shared bottleneck can make a
+# flow wait seconds for its ACKs (the longest wait is reported above).
+no_stall() {
+	local n
+	n=$(json "$out/flows.json" "d['stalled_second_half']")
+	[ "${n:-1}" = 0 ] ||
+		{ echo "${n:-?} flows had data outstanding at half time, and after it no ACK and no retransmission"; return 1; }
+}
+check "no flow stalled (data outstanding at half time: ACKed or retransmitted by the end)" no_stall
+diag "flows with data outstanding at half time and no ACK for it by the end (waiting out timeouts): $(json "$out/flows.json" "d['no_ack_second_half']")"
+# Aborted flows release their controls at once; give the server a moment to read the RSTs.
+sleep 1
+
+# ---------------------------------------------------------------- 3. netem faults
+bottleneck() { # netem arguments, at the bottleneck's leaf
+	tc -n $NS_RTR qdisc del dev r1 parent 1:1 2>/dev/null
+	# shellcheck disable=SC2086
+	tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: netem $* limit $QUEUE_PKTS
+}
+xfer_n=0
+for fault in "${FAULTS[@]}"; do
+	name=${fault%%|*} args=${fault#*|}
+	flap=()
+	if [ "$args" = flap ]; then
+		args="loss 0%" flap=(--flap "$NS_RTR:r1" --flaps $FLAPS --flap-down-ms $FLAP_DOWN_MS)
+	fi
+	bottleneck "$args" || diag "tc netem $args failed"
+	for control in $controls; do
+		xfer_n=$((xfer_n + 1))
+		f=$out/xfer.$xfer_n.json
+		ip netns exec $NS_CLI python3 -I "$helper" transfer --dst $SRV_ADDR --port $PORT \
+			--control "$control" --bytes "$xfer_bytes" --budget "$budget" --seed $xfer_n \
+			--server-log "$out/server.log" "${flap[@]}" > "$f" 2> "$f.err"
+		status=$?
+		ip -n $NS_RTR link set r1 up 2>/dev/null
+		outcome=$(json "$f" "d['outcome']")
+		figures=$(json "$f" "f\"{d['received']} of {d['bytes']} bytes in {d['seconds']} s,\"
+			f\" {d['mbps']} Mbit/s, {d['retransmits']} retransmits, {d['integrity']}\"
+			+ (f\", {d['flaps']} link flaps of $FLAP_DOWN_MS ms at \" + '/'.join(f'{b * 100 // d[\"bytes\"]}%' for b in d['flap_at_acked']) + ' acked' if d['flaps'] else '')")
+		test_name="$name: $control: $xfer_bytes bytes arrive intact"
+		if [ $status = 0 ] && [ "$outcome" = complete ]; then
+			ktap_ok "$test_name"
+		elif [ $status = 0 ] && [ "$outcome" = partial ] && [ "$name" = "$PARTIAL_OK_FAULT" ]; then
+			ktap_ok "$test_name (partial within the ${budget} s budget: progress, intact)"
+		else
+			ktap_not_ok "$test_name"
+			diag "outcome ${outcome:-?}; errors: $(json "$f" "'; '.join(d['errors'])")"
+			diag_lines "$(cat "$f.err")"
+		fi
+		diag "$name: $control: ${outcome:-?}: ${figures:-no result}"
+	done
+done
+tc -n $NS_RTR qdisc del dev r1 parent 1:1
+tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: pfifo limit $QUEUE_PKTS
+
+# ---------------------------------------------------------------- 5. unprivileged selection
+# Allow only reno and cubic, so that none of the controls under test is allowed (rust_reno
+# is allowed by default, like reno).
+echo "reno cubic" > /proc/sys/net/ipv4/tcp_allowed_congestion_control
+allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
+refcnts() { local ko; for ko in "${kos[@]}"; do echo "$(modname "$ko") $(cat "/sys/module/$(modname "$ko")/refcnt" 2>&1)"; done; }
+refcnts > "$out/refcnt.before"
+ip netns exec $NS_CLI setpriv --reuid=65534 --regid=65534 --clear-groups \
+	python3 -I - unpriv --dst $SRV_ADDR --port $PORT --controls "${controls// /,}" --base reno \
+	< "$helper" > "$out/unpriv.json" 2> "$out/unpriv.err"
+refcnts > "$out/refcnt.after"
+allowed_after=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
+echo "$allowed_before" > /proc/sys/net/ipv4/tcp_allowed_congestion_control
+diag "unprivileged (uid $(json "$out/unpriv.json" "d['uid']")), allowed: $allowed;" \
+	"module refcounts before: $(paste -sd, "$out/refcnt.before"), after: $(paste -sd, "$out/refcnt.after")"
+for control in $controls; do
+	unpriv_ok() {
+		local ok
+		grep -qw "$control" <<<"$allowed" && { echo "$control is allowed: $allowed"; return 1; }
+		ok=$(json "$out/unpriv.json" "d['controls']['$control']['ok']")
+		[ "$ok" = True ] || { json "$out/unpriv.json" "d['errors']"; cat "$out/unpriv.err"; return 1; }
+		cmp -s "$out/refcnt.before" "$out/refcnt.after" || { echo "module refcounts changed"; return 1; }
+		[ "$allowed_after" = "$allowed" ] || { echo "allowed list changed: $allowed_after"; return 1; }
+	}
+	check "unprivileged setsockopt($control) not allowed: EPERM, socket keeps its control" unpriv_ok
+	diag "$control: $(json "$out/unpriv.json" "(lambda r: f\"fresh socket {r['fresh_before']} -> {r['fresh_errno']} -> {r['fresh_after']};\"
+		f\" live {r.get('live_before')} connection -> {r.get('live_errno')} -> {r.get('live_after')},\"
+		f\" data intact: {r.get('live_intact')}\")(d['controls']['$control'])")"
+done
+
+# ---------------------------------------------------------------- unload, dmesg
+for ((i = ${#kos[@]} - 1; i >= 0; i--)); do
+	check "rmmod $(modname "${kos[$i]}")" rmmod_retry "$(modname "${kos[$i]}")"
+done
+[ -z "$server_pid" ] || { kill -TERM "$server_pid"; wait "$server_pid"; } 2>/dev/null
+diag "server: $(cat "$out/server.json" 2>/dev/null)"
+check "dmesg has no WARN, BUG, Oops, sanitizer, lockdep or out-of-memory report" dmesg_clean
+ktap_finish

@@ -1,0 +1,835 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Fault-matrix load for congestion control modules (selftests/tcp_cc_faults.sh).
+
+    ccfaults.py server --port 5401 [--log FILE]
+    ccfaults.py cycles --dst 10.10.2.2 --port 5401 --cycles 200 \
+        --module rust/tcp_timely.ko timely,timely_patched "t_low_us=5000 ..." [--module ...]
+    ccfaults.py flows --dst 10.10.2.2 --port 5401 --controls a,b --flows 1000 --seconds 8
+    ccfaults.py transfer --dst 10.10.2.2 --port 5401 --control a --bytes 2000000 \
+        --budget 20 --server-log FILE [--flap NS:DEV --flaps 3 --flap-down-ms 250]
+    ccfaults.py unpriv --dst 10.10.2.2 --port 5401 --controls a,b --base reno
+
+Protocol: a client connects, sends, and shuts its side down; on that EOF the server
+answers one line "<bytes received> <SHA-256 of them>" and closes. With --log, the server
+also appends one JSON line per connection that ended (by EOF or reset): the client's
+port, the bytes received and their SHA-256, so a client that had to abort can still
+check what arrived. Each client command prints one JSON line of figures and exits 1 if
+anything it checks went wrong (2 on bad usage).
+
+cycles: for each cycle, round-robin over the modules' controls: insmod the module, open
+a connection with the control (setsockopt before connect), send 64 KB and wait until it is
+ACKed, check that rmmod is refused (the socket holds the module), close, check that rmmod
+succeeds (retrying while the socket finishes closing). A bulk connection using the
+namespace's default control, paced at --background-mbps, runs throughout, so every load
+and unload happens under traffic.
+
+flows: opens --flows connections (controls round-robin) in batches, then for --seconds
+one selector loop writes --chunk bytes to every writable one, least-served first (in the
+guest a write costs up to milliseconds, so a round over 1000 sockets is slow); reads every
+flow's tcpi_bytes_acked (data the receiver acknowledged) from an inet_diag dump every
+--sample-s, and ends the flows with RST. Figures: bytes acked per flow, flows without
+any, the longest time a flow waited for an ACK with data outstanding, and the flows
+stalled in the second half (data outstanding at half time, no ACK and no retransmission
+after).
+
+transfer: sends --bytes of random data under one control, checks the receiver's SHA-256.
+If the transfer has not ended after --budget seconds it is aborted: the progress is what
+the receiver acknowledged, and the server's log tells what arrived, checked against the
+same prefix of what was sent. With --flap the bottleneck device is set down and up when
+the acknowledged bytes pass 20%, 45% and 70% (as many as --flaps) of the transfer (with a
+128 KB send buffer, so that the ACKs follow the writes closely); a flap that comes after
+the receiver had everything is an error.
+
+unpriv: (run as an unprivileged user) for each control, on a fresh socket and on a live
+connection that uses --base, setsockopt(TCP_CONGESTION) must fail with EPERM and leave the
+socket's control as it was; the live connection must still deliver intact data.
+"""
+import argparse
+import errno
+import hashlib
+import json
+import os
+import random
+import resource
+import selectors
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+TCP_CONGESTION = 13
+TCP_INFO = 11
+TCP_CA_NAME_MAX = 16
+SO_MAX_PACING_RATE = 47
+CHUNK = 64 * 1024
+REPLY_MAX = 128
+FLAP_SNDBUF = 64 * 1024  # the kernel doubles it
+# struct tcp_info offsets (include/uapi/linux/tcp.h)
+TI_TOTAL_RETRANS = 100
+TI_BYTES_ACKED = 120
+TI_LEN = 232
+
+
+def errname(e):
+    n = getattr(e, "errno", None)
+    return errno.errorcode.get(n, str(n)) if n else type(e).__name__
+
+
+def cc_name(sock):
+    """The socket's control. An algorithm that needs ECN runs as its ECN-less sibling
+    "<name>-reno" when the peer did not negotiate ECN (C dctcp as "dctcp-reno"; here the
+    receiver runs cubic, which refuses ECN for the ECT-marked SYN such algorithms send):
+    reported as the control it stands in for."""
+    raw = sock.getsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, TCP_CA_NAME_MAX)
+    name = raw.split(b"\0", 1)[0].decode()
+    return name[: -len("-reno")] if name.endswith("-reno") and name != "reno" else name
+
+
+def data_acked(bytes_acked):
+    """Data bytes the receiver acknowledged: tcpi_bytes_acked counts the SYN as one."""
+    return max(0, bytes_acked - 1)
+
+
+def tcp_info(sock):
+    """(data bytes acked by the receiver, total retransmitted segments)."""
+    raw = sock.getsockopt(socket.IPPROTO_TCP, TCP_INFO, TI_LEN)
+    if len(raw) < TI_BYTES_ACKED + 8:
+        raise OSError("short tcp_info")
+    (retrans,) = struct.unpack_from("I", raw, TI_TOTAL_RETRANS)
+    (acked,) = struct.unpack_from("Q", raw, TI_BYTES_ACKED)
+    return data_acked(acked), retrans
+
+
+def abort(sock):
+    """Close with RST: the socket is released at once."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except OSError:
+        pass
+    sock.close()
+
+
+def raise_fd_limit(need):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < need:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (max(need, soft), max(need, hard)))
+        except (ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def tcp_mem_pages():
+    """Pages TCP has allocated, all namespaces (tcp_memory_allocated, as sockstat shows)."""
+    with open("/proc/net/sockstat") as f:
+        for line in f:
+            if line.startswith("TCP:"):
+                w = line.split()
+                return int(w[w.index("mem") + 1])
+    return -1
+
+
+def mem_available_kb():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1])
+    return -1
+
+
+# ---------------------------------------------------------------------------- inet_diag
+
+NETLINK_SOCK_DIAG = 4
+NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
+NLMSG_ERROR, NLMSG_DONE = 2, 3
+SOCK_DIAG_BY_FAMILY = 20
+INET_DIAG_MSG_LEN = 72  # struct inet_diag_msg
+INET_DIAG_INFO = 2
+TCP_ESTABLISHED = 1
+
+
+class DiagSampler:
+    """tcp_info of every established TCP socket of this namespace, by local port, in one
+    inet_diag dump: a getsockopt per socket costs a system call each, slow in the guest."""
+
+    def __init__(self):
+        self.nl = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG)
+        self.nl.bind((0, 0))
+        self.seq = 0
+
+    def sample(self):
+        """{local port: (bytes acked, total retransmits)}."""
+        self.seq += 1
+        req = struct.pack("BBBxI", socket.AF_INET, socket.IPPROTO_TCP,
+                          1 << (INET_DIAG_INFO - 1), 1 << TCP_ESTABLISHED) + bytes(48)
+        self.nl.send(struct.pack("IHHII", 16 + len(req), SOCK_DIAG_BY_FAMILY,
+                                 NLM_F_REQUEST | NLM_F_DUMP, self.seq, 0) + req)
+        out = {}
+        while True:
+            buf = self.nl.recv(1 << 20)
+            off = 0
+            while off + 16 <= len(buf):
+                mlen, mtype, _, mseq, _ = struct.unpack_from("IHHII", buf, off)
+                if mlen < 16:
+                    raise OSError("netlink: malformed message")
+                msg = buf[off + 16:off + mlen]
+                off += (mlen + 3) & ~3
+                if mseq != self.seq:
+                    continue
+                if mtype == NLMSG_DONE:
+                    return out
+                if mtype == NLMSG_ERROR:
+                    raise OSError(-struct.unpack_from("i", msg, 0)[0], "inet_diag dump")
+                (sport,) = struct.unpack_from("!H", msg, 4)
+                aoff = INET_DIAG_MSG_LEN
+                while aoff + 4 <= len(msg):
+                    alen, atype = struct.unpack_from("HH", msg, aoff)
+                    if alen < 4:
+                        break
+                    if atype == INET_DIAG_INFO and alen - 4 >= TI_BYTES_ACKED + 8:
+                        (retrans,) = struct.unpack_from("I", msg, aoff + 4 + TI_TOTAL_RETRANS)
+                        (acked,) = struct.unpack_from("Q", msg, aoff + 4 + TI_BYTES_ACKED)
+                        out[sport] = (data_acked(acked), retrans)
+                    aoff += (alen + 3) & ~3
+
+
+# ---------------------------------------------------------------------------- server
+
+
+def serve(port, log_path):
+    raise_fd_limit(65536)
+    log = open(log_path, "a", buffering=1) if log_path else None
+    totals = {"accepted": 0, "eof": 0, "reset": 0, "bytes": 0}
+
+    def stop(signum, frame):
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    sel = selectors.DefaultSelector()
+    lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lsock.bind(("0.0.0.0", port))
+    lsock.listen(4096)
+    lsock.setblocking(False)
+    sel.register(lsock, selectors.EVENT_READ, None)
+
+    def finish(conn, st, how):
+        sel.unregister(conn)
+        totals[how] += 1
+        totals["bytes"] += st["bytes"]
+        digest = st["hash"].hexdigest()
+        if how == "eof":
+            try:
+                conn.send(f"{st['bytes']} {digest}\n".encode())
+            except OSError:
+                how = "eof, reply failed"
+        if log:
+            log.write(json.dumps({"port": st["port"], "bytes": st["bytes"], "sha256": digest,
+                                  "end": how}) + "\n")
+        conn.close()
+
+    try:
+        while True:
+            for key, _ in sel.select():
+                if key.data is None:
+                    while True:
+                        try:
+                            conn, addr = lsock.accept()
+                        except (BlockingIOError, InterruptedError):
+                            break
+                        conn.setblocking(False)
+                        sel.register(conn, selectors.EVENT_READ,
+                                     {"bytes": 0, "hash": hashlib.sha256(), "port": addr[1]})
+                        totals["accepted"] += 1
+                    continue
+                conn, st = key.fileobj, key.data
+                try:
+                    data = conn.recv(1 << 18)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    finish(conn, st, "reset")
+                    continue
+                if not data:
+                    finish(conn, st, "eof")
+                    continue
+                st["bytes"] += len(data)
+                st["hash"].update(data)
+    finally:
+        print(json.dumps(totals, sort_keys=True), flush=True)
+
+
+def read_reply(sock, deadline):
+    """The server's "<bytes> <sha256>" line, or None by the deadline."""
+    buf = b""
+    while b"\n" not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(REPLY_MAX)
+        except socket.timeout:
+            return None
+        if not chunk:
+            break
+        buf += chunk
+    try:
+        n, digest = buf.split(b"\n", 1)[0].decode().split()
+        return int(n), digest
+    except ValueError:
+        return None
+
+
+def server_record(log_path, port, wait_s=3.0):
+    """The server log's line for the connection from local port `port`."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            with open(log_path) as f:
+                for line in f:
+                    try:
+                        rec = json.loads(line)
+                    except ValueError:
+                        continue
+                    if rec.get("port") == port:
+                        return rec
+        except OSError:
+            pass
+        time.sleep(0.05)
+    return None
+
+
+def connect(dst, port, control, timeout=10.0, sndbuf=0):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        if sndbuf:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
+        if control:
+            s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, control.encode())
+        s.settimeout(timeout)
+        s.connect((dst, port))
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
+# ---------------------------------------------------------------------------- cycles
+
+
+def run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return p.returncode, p.stdout.strip()
+
+
+def available():
+    with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
+        return f.read().split()
+
+
+def cycles(a):
+    targets = []  # (ko, module name, control, params)
+    for ko, controls, params in a.module:
+        mod = os.path.basename(ko)[:-3] if ko.endswith(".ko") else os.path.basename(ko)
+        for c in controls.split(","):
+            if c:
+                targets.append((ko, mod, c, params.split()))
+    res = {"cycles": 0, "refusals": 0, "rmmod_retries": 0, "by_control": {},
+           "errors": [], "background_bytes": 0}
+    stop = threading.Event()
+
+    def background():
+        # Bulk traffic under the namespace's default control for the whole run.
+        try:
+            s = connect(a.dst, a.port, None)
+            if a.background_mbps:
+                s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE,
+                             a.background_mbps * 1_000_000 // 8)
+            s.settimeout(0.2)
+            payload = bytes(CHUNK)
+            while not stop.is_set():
+                try:
+                    res["background_bytes"] += s.send(payload)
+                except socket.timeout:
+                    pass
+            abort(s)
+        except OSError as e:
+            res["errors"].append(f"background flow: {errname(e)}: {e}")
+
+    bg = threading.Thread(target=background)
+    if a.background_mbps >= 0:
+        bg.start()
+    payload = os.urandom(a.flow_bytes)
+    digest = hashlib.sha256(payload).hexdigest()
+    cycle_times = []
+    t0 = time.monotonic()
+    for i in range(a.cycles):
+        if len(res["errors"]) >= 10:
+            break
+        ko, mod, control, params = targets[i % len(targets)]
+        tc = time.monotonic()
+        err = None
+        rc, out = run(["insmod", ko] + params)
+        if rc != 0:
+            res["errors"].append(f"cycle {i}: insmod {ko}: {out}")
+            break
+        sock = None
+        try:
+            if control not in available():
+                raise RuntimeError(f"{control} not registered after insmod")
+            sock = connect(a.dst, a.port, control)
+            if cc_name(sock) != control:
+                raise RuntimeError(f"socket reports {cc_name(sock)}, not {control}")
+            sock.sendall(payload)
+            deadline = time.monotonic() + 10
+            while tcp_info(sock)[0] < len(payload):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("64 KB not ACKed within 10 s")
+                time.sleep(0.002)
+            rc, out = run(["rmmod", mod])
+            if rc == 0:
+                err = f"cycle {i}: rmmod {mod} succeeded while a {control} socket was open"
+                # The module is gone under a live socket: nothing after this is meaningful.
+                res["errors"].append(err)
+                break
+            if "in use" not in out:
+                raise RuntimeError(f"rmmod refused, but not as in use: {out}")
+            res["refusals"] += 1
+            res.setdefault("refusal_message", out)
+            sock.shutdown(socket.SHUT_WR)
+            reply = read_reply(sock, time.monotonic() + 10)
+            if reply != (len(payload), digest):
+                raise RuntimeError(f"server reply {reply}, expected {len(payload)} bytes + digest")
+        except (OSError, RuntimeError) as e:
+            err = f"cycle {i} ({control}): {errname(e) if isinstance(e, OSError) else ''} {e}"
+        finally:
+            if sock is not None:
+                sock.close()
+        if err:
+            res["errors"].append(err)
+        deadline = time.monotonic() + 5
+        while True:
+            rc, out = run(["rmmod", mod])
+            if rc == 0:
+                break
+            if time.monotonic() > deadline:
+                res["errors"].append(f"cycle {i}: rmmod {mod} after close: {out}")
+                break
+            res["rmmod_retries"] += 1
+            time.sleep(0.01)
+        if rc != 0:
+            break
+        if not err:
+            res["cycles"] += 1
+            res["by_control"][control] = res["by_control"].get(control, 0) + 1
+        cycle_times.append(time.monotonic() - tc)
+    res["seconds"] = round(time.monotonic() - t0, 2)
+    stop.set()
+    if bg.is_alive():
+        bg.join(5)
+    if cycle_times:
+        res["cycle_ms_median"] = round(statistics.median(cycle_times) * 1000, 1)
+        res["cycle_ms_max"] = round(max(cycle_times) * 1000, 1)
+    ok = not res["errors"] and res["cycles"] == a.cycles and res["refusals"] == a.cycles
+    return res, ok
+
+
+# ---------------------------------------------------------------------------- flows
+
+
+def flows(a):
+    controls = a.controls
+    limit = raise_fd_limit(a.flows + 64)
+    res = {"flows": a.flows, "fd_limit": limit, "connected": 0, "errors": [],
+           "mem_available_kb_min": mem_available_kb(), "tcp_mem_pages_max": tcp_mem_pages()}
+    if limit < a.flows + 64:
+        res["errors"].append(f"fd limit {limit} too low for {a.flows} flows")
+        return res, False
+    socks = []  # (sock, control)
+    sel = selectors.DefaultSelector()
+    t_connect = time.monotonic()
+    for start in range(0, a.flows, a.batch):
+        pending = {}
+        for i in range(start, min(start + a.batch, a.flows)):
+            control = controls[i % len(controls)]
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, a.sndbuf)
+            s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, control.encode())
+            s.setblocking(False)
+            rc = s.connect_ex((a.dst, a.port))
+            if rc not in (0, errno.EINPROGRESS):
+                res["errors"].append(f"connect: {errno.errorcode.get(rc, rc)}")
+                s.close()
+                continue
+            sel.register(s, selectors.EVENT_WRITE, control)
+            pending[s] = control
+        deadline = time.monotonic() + a.connect_timeout
+        while pending and time.monotonic() < deadline:
+            for key, _ in sel.select(0.5):
+                s = key.fileobj
+                sel.unregister(s)
+                control = pending.pop(s)
+                rc = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                if rc:
+                    res["errors"].append(f"connect: {errno.errorcode.get(rc, rc)}")
+                    s.close()
+                else:
+                    socks.append((s, control))
+        for s in pending:
+            sel.unregister(s)
+            s.close()
+            res["errors"].append("connect timed out")
+        if len(res["errors"]) > 20:
+            break
+    res["connect_seconds"] = round(time.monotonic() - t_connect, 2)
+    res["connected"] = len(socks)
+    mismatched = sum(1 for s, c in socks if cc_name(s) != c)
+    if mismatched:
+        res["errors"].append(f"{mismatched} sockets report another control than set")
+
+    port_of = [s.getsockname()[1] for s, _ in socks]
+    for idx, (s, control) in enumerate(socks):
+        sel.register(s, selectors.EVENT_WRITE, idx)
+    sampler = DiagSampler()
+    payload = memoryview(bytes(a.chunk))
+    n = len(socks)
+    acked = [0] * n
+    written = [0] * n
+    retrans = [0] * n
+    stall = [0.0] * n  # longest time with data waiting and no ACK progress
+    last_progress = [0.0] * n
+    t0 = time.monotonic()
+    next_sample = t0 + a.sample_s
+    end = t0 + a.seconds
+    mid_acked = mid_written = mid_retrans = None
+    send_errors = 0
+    samples, sample_time, missing = 0, 0.0, 0
+
+    def take_sample(now):
+        nonlocal samples, sample_time, missing, mid_acked, mid_written, mid_retrans
+        t = now - t0
+        samples += 1
+        try:
+            got = sampler.sample()
+        except OSError as e:
+            res["errors"].append(f"inet_diag: {errname(e)}: {e}")
+            got = {}
+        for i in range(n):
+            b, r = got.get(port_of[i], (None, None))
+            if b is None:
+                missing += 1
+                continue
+            retrans[i] = r
+            if b > acked[i] or written[i] <= b:  # progress, or nothing waiting for an ACK
+                acked[i] = max(acked[i], b)
+                last_progress[i] = t
+            stall[i] = max(stall[i], t - last_progress[i])
+        if mid_acked is None and t >= a.seconds / 2:
+            mid_acked = list(acked)
+            mid_written = list(written)
+            mid_retrans = list(retrans)
+        res["mem_available_kb_min"] = min(res["mem_available_kb_min"], mem_available_kb())
+        res["tcp_mem_pages_max"] = max(res["tcp_mem_pages_max"], tcp_mem_pages())
+        sample_time += time.monotonic() - now
+
+    while True:
+        now = time.monotonic()
+        if now >= end:
+            take_sample(now)
+            break
+        if now >= next_sample:
+            take_sample(now)
+            next_sample = time.monotonic() + a.sample_s
+        # One send per ready socket, least-served flows first: in the guest a send takes
+        # up to milliseconds (it transmits, and forwards through the router in the same
+        # context), so a round over 1000 sockets may not finish before the clock says stop.
+        ready = sel.select(min(0.05, max(0.0, min(next_sample, end) - now)))
+        ready.sort(key=lambda kv: written[kv[0].data])
+        for k, (key, _) in enumerate(ready):
+            if k % 32 == 31 and time.monotonic() >= min(next_sample, end):
+                break
+            try:
+                written[key.data] += key.fileobj.send(payload)
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError as e:
+                send_errors += 1
+                if send_errors <= 5:
+                    res["errors"].append(f"send: {errname(e)}")
+                sel.unregister(key.fileobj)
+    res["seconds"] = round(time.monotonic() - t0, 2)
+    res["never_written"] = sum(1 for w in written if w == 0)
+    if res["never_written"]:
+        res["errors"].append(f"the sender never wrote to {res['never_written']} flows")
+    res["samples"] = samples
+    res["sample_ms_mean"] = round(sample_time / max(samples, 1) * 1000, 1)
+    if missing:
+        res["errors"].append(f"{missing} flow samples missing from the inet_diag dumps")
+    for s, _ in socks:
+        sel.unregister(s)
+        abort(s)
+    res["retransmits"] = sum(retrans)
+    res["bytes_total"] = sum(acked)
+    res["bytes_min"] = min(acked) if acked else 0
+    res["bytes_median"] = int(statistics.median(acked)) if acked else 0
+    res["bytes_max"] = max(acked) if acked else 0
+    res["no_progress"] = sum(1 for b in acked if b == 0)
+    res["stall_max_s"] = round(max(stall), 2) if stall else 0
+    # Stalled: data was waiting for an ACK at half time, and by the end none came and the
+    # sender did not even retransmit. A flow in timeout backoff retransmits at every
+    # timeout; only one whose timeout has grown beyond the half run (five or more timeouts
+    # in a row) could look stalled, so such flows are also counted apart.
+    res["stalled_second_half"] = sum(
+        1 for i in range(n) if mid_acked is not None
+        and mid_written[i] > mid_acked[i] and acked[i] == mid_acked[i]
+        and retrans[i] == mid_retrans[i])
+    res["no_ack_second_half"] = sum(
+        1 for i in range(n) if mid_acked is not None
+        and mid_written[i] > mid_acked[i] and acked[i] == mid_acked[i])
+    res["written_total"] = sum(written)
+    by = {}
+    for i, (_, c) in enumerate(socks):
+        by.setdefault(c, []).append((acked[i], stall[i], retrans[i]))
+    res["by_control"] = {
+        c: {"flows": len(v), "min": min(x[0] for x in v),
+            "median": int(statistics.median(x[0] for x in v)),
+            "no_progress": sum(1 for x in v if x[0] == 0),
+            "stall_max_s": round(max(x[1] for x in v), 2),
+            "retransmits": sum(x[2] for x in v)}
+        for c, v in by.items()}
+    ok = (not res["errors"] and n == a.flows and res["no_progress"] == 0)
+    return res, ok
+
+
+# ---------------------------------------------------------------------------- transfer
+
+
+def transfer(a):
+    data = random.Random(a.seed).randbytes(a.bytes)
+    digest = hashlib.sha256(data).hexdigest()
+    res = {"control": a.control, "bytes": a.bytes, "errors": [], "flaps": 0, "outcome": "?"}
+    flap_at = [f for f in (0.20, 0.45, 0.70)][:a.flaps] if a.flap else []
+    ns, dev = a.flap.split(":") if a.flap else (None, None)
+
+    def flap():
+        acked = tcp_info(sock)[0]
+        res.setdefault("flap_at_acked", []).append(acked)
+        if acked >= a.bytes:
+            res["errors"].append("a link flap came after the receiver had everything")
+        for state in ("down", "up"):
+            rc, out = run(["ip", "-n", ns, "link", "set", dev, state])
+            if rc:
+                res["errors"].append(f"ip link set {dev} {state}: {out}")
+            if state == "down":
+                time.sleep(a.flap_down_ms / 1000)
+        res["flaps"] += 1
+
+    t0 = time.monotonic()
+    deadline = t0 + a.budget
+    try:
+        # With flaps, a small send buffer keeps what is ACKed close to what was written, so
+        # the flaps fall where they are meant to, not after the data has all arrived.
+        sock = connect(a.dst, a.port, a.control, timeout=min(10, a.budget),
+                       sndbuf=FLAP_SNDBUF if a.flap else 0)
+    except OSError as e:
+        res["errors"].append(f"connect: {errname(e)}: {e}")
+        res["outcome"] = "no connection"
+        return res, False
+    got = cc_name(sock)
+    if got != a.control:
+        res["errors"].append(f"socket reports control {got}")
+    local_port = sock.getsockname()[1]
+    sock.setblocking(False)
+    sel = selectors.DefaultSelector()
+    sel.register(sock, selectors.EVENT_WRITE)
+    view = memoryview(data)
+    sent = 0
+    reply = None
+    shut = False
+    while time.monotonic() < deadline:
+        if flap_at:
+            acked, _ = tcp_info(sock)
+            if acked >= flap_at[0] * a.bytes:
+                flap_at.pop(0)
+                flap()
+        if not shut and sent == a.bytes:
+            sock.shutdown(socket.SHUT_WR)
+            shut = True
+            sel.modify(sock, selectors.EVENT_READ)
+        if not sel.select(0.02):
+            continue
+        if not shut:
+            try:
+                sent += sock.send(view[sent:sent + CHUNK])
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError as e:
+                res["errors"].append(f"send: {errname(e)}: {e}")
+                break
+        else:
+            if flap_at:  # the rest of the flaps are due while the data drains
+                continue
+            sock.setblocking(True)
+            reply = read_reply(sock, deadline)
+            break
+    elapsed = time.monotonic() - t0
+    try:
+        acked, retrans = tcp_info(sock)
+    except OSError:
+        acked, retrans = 0, -1
+    res.update(seconds=round(elapsed, 3), retransmits=retrans, acked=min(acked, a.bytes),
+               sent=sent)
+    if reply is not None:
+        sock.close()
+        res["received"] = reply[0]
+        res["mbps"] = round(reply[0] * 8 / elapsed / 1e6, 2)
+        if reply == (a.bytes, digest):
+            res["outcome"] = "complete"
+            res["integrity"] = "sha256 match"
+        else:
+            res["outcome"] = "corrupt"
+            res["integrity"] = f"received {reply[0]} bytes, sha256 {reply[1][:16]}..."
+            res["errors"].append("receiver's bytes or SHA-256 differ from what was sent")
+        return res, not res["errors"]
+    # Out of time, or the connection failed: what did the receiver get, and is it the start
+    # of what was sent?
+    if time.monotonic() < deadline and not res["errors"]:
+        res["errors"].append("the connection ended without the receiver's reply")
+    abort(sock)
+    rec = server_record(a.server_log, local_port) if a.server_log else None
+    res["mbps"] = round(acked * 8 / elapsed / 1e6, 3)
+    if rec is None:
+        res["outcome"] = "no progress" if acked == 0 else "partial"
+        res["integrity"] = "no server record"
+        res["received"] = -1
+        res["errors"].append("no server record of the aborted connection")
+        return res, False
+    res["received"] = rec["bytes"]
+    prefix_ok = rec["bytes"] <= a.bytes and \
+        hashlib.sha256(view[:rec["bytes"]]).hexdigest() == rec["sha256"]
+    res["integrity"] = "prefix sha256 match" if prefix_ok else "prefix sha256 MISMATCH"
+    if not prefix_ok:
+        res["errors"].append("what arrived is not the start of what was sent")
+    res["outcome"] = "partial" if rec["bytes"] > 0 else "no progress"
+    # Running out of time is not an error here: the caller decides what a partial transfer
+    # means. A failed connection is.
+    return res, not res["errors"]
+
+
+# ---------------------------------------------------------------------------- unpriv
+
+
+def unpriv(a):
+    res = {"uid": os.getuid(), "controls": {}, "errors": []}
+    payload = os.urandom(64 * 1024)
+    for control in a.controls:
+        r = {}
+        # A fresh socket.
+        s = socket.socket()
+        r["fresh_before"] = cc_name(s)
+        try:
+            s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, control.encode())
+            r["fresh_errno"] = "OK"
+        except OSError as e:
+            r["fresh_errno"] = errname(e)
+        r["fresh_after"] = cc_name(s)
+        s.close()
+        # A live connection that uses --base.
+        try:
+            s = connect(a.dst, a.port, a.base)
+            s.sendall(payload)
+            r["live_before"] = cc_name(s)
+            try:
+                s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, control.encode())
+                r["live_errno"] = "OK"
+            except OSError as e:
+                r["live_errno"] = errname(e)
+            r["live_after"] = cc_name(s)
+            s.sendall(payload)
+            s.shutdown(socket.SHUT_WR)
+            reply = read_reply(s, time.monotonic() + 10)
+            r["live_intact"] = reply == (2 * len(payload),
+                                         hashlib.sha256(payload + payload).hexdigest())
+            s.close()
+        except OSError as e:
+            res["errors"].append(f"{control}: live connection: {errname(e)}: {e}")
+        bad = []
+        if r.get("fresh_errno") != "EPERM":
+            bad.append(f"fresh socket: {r.get('fresh_errno')}, expected EPERM")
+        if r.get("fresh_after") != r.get("fresh_before"):
+            bad.append(f"fresh socket changed {r.get('fresh_before')} -> {r.get('fresh_after')}")
+        if r.get("live_errno") != "EPERM":
+            bad.append(f"live socket: {r.get('live_errno')}, expected EPERM")
+        if r.get("live_before") != a.base or r.get("live_after") != a.base:
+            bad.append(f"live socket {r.get('live_before')} -> {r.get('live_after')}, "
+                       f"expected {a.base} throughout")
+        if not r.get("live_intact"):
+            bad.append("live connection's data not delivered intact")
+        r["ok"] = not bad
+        res["errors"] += [f"{control}: {b}" for b in bad]
+        res["controls"][control] = r
+    return res, not res["errors"]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    clist = lambda v: [x for x in v.split(",") if x]  # noqa: E731
+    s = sub.add_parser("server")
+    s.add_argument("--port", type=int, required=True)
+    s.add_argument("--log")
+    for name in ("cycles", "flows", "transfer", "unpriv"):
+        c = sub.add_parser(name)
+        c.add_argument("--dst", required=True)
+        c.add_argument("--port", type=int, required=True)
+    c = sub.choices["cycles"]
+    c.add_argument("--cycles", type=int, default=200)
+    c.add_argument("--module", nargs=3, action="append", required=True,
+                   metavar=("KO", "CONTROLS", "PARAMS"))
+    c.add_argument("--flow-bytes", type=int, default=64 * 1024)
+    c.add_argument("--background-mbps", type=int, default=20,
+                   help="pacing rate of the background flow; 0: unpaced, -1: none")
+    c = sub.choices["flows"]
+    c.add_argument("--controls", type=clist, required=True)
+    c.add_argument("--flows", type=int, default=1000)
+    c.add_argument("--seconds", type=float, default=8.0)
+    c.add_argument("--sample-s", type=float, default=1.0)
+    c.add_argument("--chunk", type=int, default=16384, help="bytes per send")
+    c.add_argument("--sndbuf", type=int, default=16 * 1024)
+    c.add_argument("--batch", type=int, default=100)
+    c.add_argument("--connect-timeout", type=float, default=30.0)
+    c = sub.choices["transfer"]
+    c.add_argument("--control", required=True)
+    c.add_argument("--bytes", type=int, default=2_000_000)
+    c.add_argument("--budget", type=float, default=20.0)
+    c.add_argument("--seed", type=int, default=1)
+    c.add_argument("--server-log")
+    c.add_argument("--flap", help="NS:DEV to set down and up during the transfer")
+    c.add_argument("--flaps", type=int, default=3)
+    c.add_argument("--flap-down-ms", type=int, default=250)
+    c = sub.choices["unpriv"]
+    c.add_argument("--controls", type=clist, required=True)
+    c.add_argument("--base", default="reno")
+    a = p.parse_args()
+    if a.cmd == "server":
+        serve(a.port, a.log)
+        return 0
+    if a.cmd == "flows" and (not a.controls or a.flows < 1 or a.seconds <= 0):
+        p.error("need controls, at least one flow, a positive duration")
+    if a.cmd == "transfer" and (a.bytes < 1 or a.budget <= 0 or not 0 <= a.flaps <= 3):
+        p.error("need a positive size and budget, and at most 3 flaps")
+    res, ok = {"cycles": cycles, "flows": flows, "transfer": transfer,
+               "unpriv": unpriv}[a.cmd](a)
+    print(json.dumps(res, sort_keys=True), flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
