@@ -4,25 +4,60 @@
 #   make          build the Rust congestion control modules against it
 #   make demo     setup, build, boot, and compare our controllers with cubic and dctcp
 #   make test     every test: host cargo tests, KUnit in UML, netns selftests in UML
+#   make test-debug   the same on the debug kernel (KASAN, lockdep, UBSAN, kmemleak, ...);
+#                 any target takes KERNEL_FLAVOR=debug (default normal)
 #   make bench    the scenario matrix on simulated time, then results/BENCH.md
 #   make check    rustfmt, clippy (CLIPPY=1) and checkpatch on the patch series
+#   make fuzz     fuzz every target of the pure core FUZZ_SECONDS each (rust/core/fuzz);
+#                 make fuzz-smoke: FUZZ_SMOKE_SECONDS each; make fuzz-cmin: refresh the
+#                 kept corpus; FUZZ_TARGETS="timely reno" for some targets only
 
 SHELL := /bin/bash
 CACHE_DIR ?= $(or $(RFL_CC_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/rfl-tcp-cc)
-KDIR ?= $(CACHE_DIR)/linux-7.3
+# The kernel flavour: normal, or debug (tools/kernel-debug.config, built with clang 19 and
+# the flags of tools/config.sh's KERNEL_MAKE_ARGS, which must match these).
+KERNEL_FLAVOR ?= normal
+export KERNEL_FLAVOR
+ifeq ($(KERNEL_FLAVOR),normal)
+KERNEL_SUFFIX :=
+KERNEL_MAKE_ARGS :=
+else ifeq ($(KERNEL_FLAVOR),debug)
+KERNEL_SUFFIX := -debug
+KERNEL_MAKE_ARGS := LLVM=-19 KCFLAGS=-mlarge-data-threshold=2147483647
+else
+$(error KERNEL_FLAVOR=$(KERNEL_FLAVOR): expected normal or debug)
+endif
+KDIR ?= $(CACHE_DIR)/linux-7.3$(KERNEL_SUFFIX)
 BINDGEN ?= $(CACHE_DIR)/bindgen/bin/bindgen
 KMAKE = $(MAKE) -C $(KDIR) ARCH=um RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc \
 	BINDGEN=$(BINDGEN) RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library \
-	LIBCLANG_PATH=/usr/lib/llvm-19/lib CLIPPY_DRIVER=/usr/bin/clippy-driver
+	LIBCLANG_PATH=/usr/lib/llvm-19/lib CLIPPY_DRIVER=/usr/bin/clippy-driver $(KERNEL_MAKE_ARGS)
 # UML builds C with -mcmodel=large but Rust as PIE; a module with GOTPCREL relocations
 # fails to load ("Unknown rela relocation: 9"). Build module Rust code non-PIC, large model.
 MODULE_RUSTFLAGS = -Ccode-model=large -Crelocation-model=static
 
-.PHONY: all modules setup demo test check bench clean
+# Both flavours build the same rust/*.ko. The tree they were last built against is recorded
+# in .kernel-tree.cmd (ignored by git like kbuild's .*.cmd); building against another tree
+# first deletes the module build's outputs (not rust/core/target), so rust/*.ko always
+# match $(KDIR) (no record: built before flavours existed, against the normal tree). One
+# flavour at a time per checkout.
+KDIR_STAMP := $(CURDIR)/.kernel-tree.cmd
+KDIR_SWITCH = if [ "$$(cat $(KDIR_STAMP) 2>/dev/null || echo $(CACHE_DIR)/linux-7.3)" != "$(KDIR)" ]; then \
+	rm -f rust/*.o rust/*.ko rust/*.mod rust/*.mod.c rust/.*.cmd rust/modules.order \
+		.module-common.o ..module-common.o.cmd Module.symvers .Module.symvers.cmd \
+		modules.order .modules.order.cmd; \
+	echo "$(KDIR)" > $(KDIR_STAMP); fi
+
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 5
+FUZZ_TARGETS ?=
+
+.PHONY: all modules setup demo test check bench clean fuzz fuzz-smoke fuzz-cmin setup-debug test-debug
 all: modules
 
 modules:
 	@test -x $(KDIR)/linux || { echo "error: no kernel build at $(KDIR): run 'make setup'" >&2; exit 1; }
+	@$(KDIR_SWITCH)
 	$(KMAKE) M=$(CURDIR) RUSTFLAGS_MODULE="$(MODULE_RUSTFLAGS)" modules
 
 setup:
@@ -34,6 +69,14 @@ demo: setup modules
 test: setup modules
 	tools/run-tests.sh
 
+# The debug flavour: its own cached tree ($(CACHE_DIR)/linux-7.3-debug), same tests, and
+# every guest's dmesg and kmemleak checked for kernel reports (tools/guest-debug-checks.sh).
+setup-debug:
+	$(MAKE) setup KERNEL_FLAVOR=debug
+
+test-debug:
+	$(MAKE) test KERNEL_FLAVOR=debug
+
 bench: setup modules
 	tools/bench.py run $(SCENARIOS)
 	tools/bench.py report
@@ -43,9 +86,20 @@ bench: setup modules
 check:
 	cd rust/core && cargo fmt --check && cargo clippy -q --all-targets -- -D warnings
 	rustfmt --check --edition 2021 --config-path $(KDIR)/.rustfmt.toml rust/*.rs
+	@$(KDIR_SWITCH)
 	touch rust/*.rs && $(KMAKE) M=$(CURDIR) RUSTFLAGS_MODULE="$(MODULE_RUSTFLAGS)" CLIPPY=1 modules
 	cd /tmp && $(KDIR)/scripts/checkpatch.pl --no-tree --quiet --ignore FILE_PATH_CHANGES \
 		$(addprefix $(CURDIR)/patches/,$(shell grep -v '^#' $(CURDIR)/patches/series))
+
+# No kernel needed: tools/fuzz.sh installs cargo-fuzz (tools/setup.sh cargo-fuzz) if missing.
+fuzz:
+	tools/fuzz.sh run $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-smoke:
+	tools/fuzz.sh smoke $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-cmin:
+	tools/fuzz.sh cmin $(FUZZ_TARGETS)
 
 clean:
 	$(KMAKE) M=$(CURDIR) clean

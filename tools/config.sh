@@ -9,18 +9,37 @@ KERNEL_DEB_MIRROR=${KERNEL_DEB_MIRROR:-http://deb.debian.org/debian}
 KERNEL_DEB_SUITE=trixie-backports
 
 BINDGEN_VERSION=0.73.2
+CARGO_FUZZ_VERSION=0.13.2   # make fuzz: cargo-fuzz, installed in $CACHE_DIR/cargo-fuzz
 
 PROJECT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE_DIR=${RFL_CC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rfl-tcp-cc}
-# The one kernel tree we build in: patched source plus in-tree build output.
-KERNEL_TREE=$CACHE_DIR/linux-$KERNEL_SERIES
+# The kernel tree we build in: patched source plus in-tree build output. One per flavour:
+# KERNEL_FLAVOR=normal (default) is linux-7.3; KERNEL_FLAVOR=debug is linux-7.3-debug, the
+# same source, patches and tools/kernel.config plus tools/kernel-debug.config (KASAN,
+# lockdep, UBSAN, kmemleak, ...), built with clang (LLVM=-19): Rust with KASAN needs a
+# clang-built kernel (init/Kconfig: config RUST ... depends on !KASAN || CC_IS_CLANG).
+# UML compiles C with -mcmodel=large, for which clang (unlike gcc) puts all data in .ldata
+# and .lbss; arch/um's linker script leaves those outside _sdata.._edata and
+# __bss_start..__bss_stop, so kmemleak never scans the kernel's static data (hundreds of
+# false leaks at boot) and lockdep takes static lock keys for dynamic ones (a "bad unlock
+# balance" at boot turned it off). -mlarge-data-threshold keeps the data in .data/.bss, as
+# gcc does; the code is the same (64-bit absolute addressing either way).
+KERNEL_FLAVOR=${KERNEL_FLAVOR:-normal}
+case "$KERNEL_FLAVOR" in
+normal) KERNEL_TREE=$CACHE_DIR/linux-$KERNEL_SERIES KERNEL_MAKE_ARGS=() ;;
+debug) KERNEL_TREE=$CACHE_DIR/linux-$KERNEL_SERIES-debug
+       KERNEL_MAKE_ARGS=(LLVM=-19 KCFLAGS=-mlarge-data-threshold=2147483647) ;;
+*) echo "error: KERNEL_FLAVOR=$KERNEL_FLAVOR: expected normal or debug" >&2; exit 1 ;;
+esac
+export KERNEL_FLAVOR
 
 export RUSTC=/usr/bin/rustc
 export RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library
 export BINDGEN=$CACHE_DIR/bindgen/bin/bindgen
 export LIBCLANG_PATH=/usr/lib/llvm-19/lib
 KMAKE=(make -C "$KERNEL_TREE" ARCH=um "RUSTC=$RUSTC" "BINDGEN=$BINDGEN"
-       "RUST_LIB_SRC=$RUST_LIB_SRC" "HOSTRUSTC=$RUSTC" CLIPPY_DRIVER=/usr/bin/clippy-driver)
+       "RUST_LIB_SRC=$RUST_LIB_SRC" "HOSTRUSTC=$RUSTC" CLIPPY_DRIVER=/usr/bin/clippy-driver
+       ${KERNEL_MAKE_ARGS[@]+"${KERNEL_MAKE_ARGS[@]}"})
 
 # TIMELY's constants for a testbed: the papers' values (10 Gbit/s) scaled by
 # C_paper / C, the spec's rule, so that delta/C, Seg/(C T_low) and T_high/T_low hold.

@@ -14,6 +14,11 @@ hostname rfl-guest 2>/dev/null
 
 bash "$RFL_RUNDIR/job.sh"
 echo $? > "$RFL_RUNDIR/status"
+# Debug flavour: look for the kernel checkers' reports (KASAN, lockdep, kmemleak, ...).
+if [ "${RFL_DEBUG_CHECKS:-0}" = 1 ]; then
+	bash "$(dirname "$0")/guest-debug-checks.sh"
+	echo $? > "$RFL_RUNDIR/debug-checks"
+fi
 sync
 echo o > /proc/sysrq-trigger 2>/dev/null
 python3 -c 'import ctypes; ctypes.CDLL(None).reboot(0x4321fedc)'

@@ -16,6 +16,7 @@ cd "$PROJECT_ROOT"
 MODULES=(
 	"rust/tcp_rust_reno.ko|rust_reno|rust_reno||"
 	"rust/tcp_timely.ko|timely timely_patched|rust_timely|$TIMELY_PARAMS_100M|selftests/tcp_timely.sh"
+	"rust/tcp_rust_dctcp.ko|rust_dctcp|rust_dctcp||"
 )
 field() { cut -d'|' -f"$2" <<<"$1"; }
 BUILTIN_KUNIT_SUITES=(rust_tcp_cong)
@@ -25,6 +26,15 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/rfl-tests.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 pass() { passed=$((passed + 1)); echo "PASS $*"; }
 fail() { failed=$((failed + 1)); echo "FAIL $*"; }
+# KERNEL_FLAVOR=debug: every guest ends with tools/guest-debug-checks.sh (kmemleak, and the
+# kernel log scanned for KASAN/lockdep/UBSAN/WARN/BUG/... reports); one result per guest.
+debug_checks() { # NAME CONSOLE_LOG
+	[ "$KERNEL_FLAVOR" = debug ] || return 0
+	if grep -q '^debug-checks: ok' "$2"; then pass "debug checks: $1"; return; fi
+	grep '^debug-checks: ' "$2" | sed 's/^/  /'
+	grep -q '^debug-checks: FAIL' "$2" || echo "  debug-checks: no verdict (the guest crashed or timed out first)"
+	fail "debug checks: $1"
+}
 
 # Counts "ok"/"not ok" lines of a TAP/KTAP log at the given indent ("" or "    ").
 count_tap() { # FILE INDENT PREFIX
@@ -54,6 +64,10 @@ else
 	cat "$work/check.log"; fail "make check"
 fi
 
+echo "== host: fuzz smoke (make fuzz-smoke: every target of rust/core/fuzz from the kept corpus)"
+while read -r r msg; do if [ "$r" = PASS ]; then pass "$msg"; else fail "$msg"; fi; done < <(make -s fuzz-smoke 2>&1 |
+	awk '/^(PASS|FAIL) / {print; n++} END {if (!n) print "FAIL fuzz smoke: no result from make fuzz-smoke"}')
+
 echo "== KUnit in UML"
 kos=()
 for m in "${MODULES[@]}"; do kos+=("$(field "$m" 1)"); done
@@ -63,6 +77,7 @@ dmesg > "$work/kunit.dmesg"
 EOS
 tools/uml-run.sh --timeout 300 --kunit 'rust_*' -- bash "$work/kunit.sh" > "$work/kunit.console" 2>&1 \
 	|| { cat "$work/kunit.console"; fail "KUnit boot (status $?)"; }
+debug_checks kunit "$work/kunit.console"
 sed -E 's/^\[[ 0-9.]+\] //' "$work/kunit.dmesg" 2>/dev/null > "$work/kunit.ktap"
 expected=("${BUILTIN_KUNIT_SUITES[@]}")
 for m in "${MODULES[@]}"; do expected+=($(field "$m" 3)); done
@@ -80,12 +95,13 @@ done
 # that crashes (no plan) or ends with a status other than pass/fail is a failure too.
 selftest() {
 	local name=$1 log=$work/selftest.$1.log status; shift
-	tools/uml-run.sh --timeout 300 -- "$@" > "$log" 2>&1
+	tools/uml-run.sh --timeout "${SELFTEST_TIMEOUT:-300}" -- "$@" > "$log" 2>&1
 	status=$?
 	grep -E '^# ' "$log" | grep -v '^# totals' | sed 's/^/  /'
 	count_tap "$log" "" "selftest $name: "
 	grep -q '^1\.\.' "$log" || fail "selftest $name: no TAP plan (guest status $status)"
 	[ "$status" = 0 ] || [ "$status" = 1 ] || fail "selftest $name: guest ended with status $status"
+	debug_checks "$name" "$log"
 }
 
 echo "== netns selftests in UML"
@@ -107,6 +123,15 @@ for m in "${MODULES[@]}"; do
 	stress_args+=("$(field "$m" 1)" $(field "$m" 4))
 done
 selftest cc_stress selftests/tcp_cc_stress.sh "${stress_args[@]}"
+
+# Scripted TCP exchanges (tools/pktpeer.py) with every algorithm: ECN echoes, SACK holes,
+# ACK and SACK beyond snd_nxt, malformed options; data intact.
+selftest cc_packets selftests/tcp_cc_packets.sh "${stress_args[@]}"
+
+# Fault matrix: load/unload cycles under traffic, 1000 concurrent flows through one
+# bottleneck, netem faults with SHA-256-checked transfers, every invalid module parameter,
+# unprivileged selection of a control that is not allowed (about 2-3 minutes in UML).
+SELFTEST_TIMEOUT=600 selftest cc_faults selftests/tcp_cc_faults.sh "${stress_args[@]}"
 
 # The bench's instruments (netlink sampler, flow-size workload) measure what they claim.
 selftest bench_tools selftests/bench_tools.sh

@@ -3,7 +3,7 @@
 # kernel source, apply patches/series, configure and build the User-mode
 # Linux test kernel. Idempotent; slow artefacts live in $CACHE_DIR.
 #
-#   tools/setup.sh [deps|bindgen|source|kernel|all]   (default: all)
+#   tools/setup.sh [deps|bindgen|cargo-fuzz|source|kernel|all]   (default: all)
 set -euo pipefail
 source "$(dirname "$0")/config.sh"
 
@@ -13,6 +13,12 @@ DEBIAN_PACKAGES=(
 	kmod iproute2 iperf3 ethtool iputils-ping procps util-linux
 	qemu-system-x86 python3-matplotlib                 # matplotlib: the bench report's plots
 )
+# The debug flavour is built with clang (KASAN with Rust needs it; see tools/config.sh).
+[ "$KERNEL_FLAVOR" = normal ] || DEBIAN_PACKAGES+=(clang-19 lld-19 llvm-19)
+
+# The config fragments merged over defconfig, in order.
+CONFIG_FRAGMENTS=("$PROJECT_ROOT/tools/kernel.config")
+[ "$KERNEL_FLAVOR" = normal ] || CONFIG_FRAGMENTS+=("$PROJECT_ROOT/tools/kernel-$KERNEL_FLAVOR.config")
 
 sudo_maybe() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -38,6 +44,19 @@ install_bindgen() {
 	step "installing bindgen-cli $BINDGEN_VERSION from crates.io (about 2 minutes)"
 	cargo install --locked --root "$CACHE_DIR/bindgen" --version "$BINDGEN_VERSION" bindgen-cli \
 		|| die "cargo install bindgen-cli@$BINDGEN_VERSION failed"
+}
+
+# make fuzz (tools/fuzz.sh): cargo-fuzz builds libFuzzer (vendored by libfuzzer-sys) with the
+# C++ compiler of build-essential; no other package.
+install_cargo_fuzz() {
+	local bin=$CACHE_DIR/cargo-fuzz/bin/cargo-fuzz
+	if [ -x "$bin" ] && "$bin" --version 2>/dev/null | grep -q " $CARGO_FUZZ_VERSION"; then
+		step "cargo-fuzz $CARGO_FUZZ_VERSION: present"; return
+	fi
+	command -v cargo >/dev/null || die "cargo not found: install Rust (rustup) first"
+	step "installing cargo-fuzz $CARGO_FUZZ_VERSION from crates.io (about a minute)"
+	cargo install --locked --root "$CACHE_DIR/cargo-fuzz" --version "$CARGO_FUZZ_VERSION" cargo-fuzz \
+		|| die "cargo install cargo-fuzz@$CARGO_FUZZ_VERSION failed"
 }
 
 fetch_source() {
@@ -70,7 +89,11 @@ fetch_source() {
 series_key() {
 	{ echo "$KERNEL_DEB_VERSION"; cat "$PROJECT_ROOT/patches/series";
 	  for p in $(series_list); do cat "$PROJECT_ROOT/patches/$p"; done
-	  cat "$PROJECT_ROOT/tools/kernel.config"; } | sha256sum | cut -c1-16
+	  cat "$PROJECT_ROOT/tools/kernel.config"
+	  # Other flavours: their fragment and toolchain too (the normal key is unchanged).
+	  if [ "$KERNEL_FLAVOR" != normal ]; then
+		echo "$KERNEL_FLAVOR ${KERNEL_MAKE_ARGS[*]}"; cat "${CONFIG_FRAGMENTS[@]:1}"
+	  fi; } | sha256sum | cut -c1-16
 }
 series_list() { grep -v '^\s*\(#\|$\)' "$PROJECT_ROOT/patches/series"; }
 
@@ -105,10 +128,11 @@ prepare_tree() {
 	cp "$PROJECT_ROOT"/patches/* "$applied/"
 }
 
-# Lines of tools/kernel.config that the final .config does not carry.
+# Lines of the config fragments that the final .config does not carry (of an option set in
+# several fragments, the last setting).
 config_not_taken() {
 	local l
-	grep -E '^CONFIG_[A-Z0-9_]+=' "$PROJECT_ROOT/tools/kernel.config" | while read -r l; do
+	cat "${CONFIG_FRAGMENTS[@]}" | grep -E '^CONFIG_[A-Z0-9_]+=' | tac | awk -F= '!seen[$1]++' | while read -r l; do
 		if [ "${l%=n}" != "$l" ]; then
 			if grep -q "^${l%=n}=" "$KERNEL_TREE/.config"; then echo "$l"; fi
 		elif ! grep -qx "$l" "$KERNEL_TREE/.config"; then
@@ -127,12 +151,12 @@ build_kernel() {
 	step "configuring UML kernel"
 	"${KMAKE[@]}" -s defconfig >/dev/null
 	"$KERNEL_TREE/scripts/kconfig/merge_config.sh" -m -O "$KERNEL_TREE" \
-		"$KERNEL_TREE/.config" "$PROJECT_ROOT/tools/kernel.config" >/dev/null
+		"$KERNEL_TREE/.config" "${CONFIG_FRAGMENTS[@]}" >/dev/null
 	"${KMAKE[@]}" -s olddefconfig
 	local missing; missing=$(config_not_taken)
 	[ -z "$missing" ] || die "kernel config did not take: $(echo $missing) (a dependency is missing; run 'make -C $KERNEL_TREE ARCH=um menuconfig' to see why)"
 	"${KMAKE[@]}" -s rustavailable >/dev/null || die "Rust is not available for the kernel build: rerun 'tools/setup.sh deps bindgen'"
-	step "building UML kernel (about 6 minutes on 2 cores the first time)"
+	step "building UML kernel, $KERNEL_FLAVOR flavour (about 6 minutes on 2 cores the first time$([ "$KERNEL_FLAVOR" = normal ] || echo ", debug: about DEBUG_MIN minutes"))"
 	local t0=$SECONDS
 	"${KMAKE[@]}" -j"$(( $(nproc) + 1 ))" -s linux modules 2>&1 | grep -v '^\s*$' | tail -n 40
 	[ "${PIPESTATUS[0]}" = 0 ] || die "kernel build failed (output above); the tree is $KERNEL_TREE"
@@ -143,8 +167,9 @@ build_kernel() {
 case "${1:-all}" in
 deps) install_deps ;;
 bindgen) install_bindgen ;;
+cargo-fuzz) install_cargo_fuzz ;;
 source) fetch_source ;;
 kernel) build_kernel ;;
-all) install_deps; install_bindgen; fetch_source; build_kernel ;;
-*) die "usage: $0 [deps|bindgen|source|kernel|all]" ;;
+all) install_deps; install_bindgen; install_cargo_fuzz; fetch_source; build_kernel ;;
+*) die "usage: $0 [deps|bindgen|cargo-fuzz|source|kernel|all]" ;;
 esac

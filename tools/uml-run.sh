@@ -3,7 +3,13 @@
 # command inside it as init, stream the console, and exit with the command's status.
 #
 #   tools/uml-run.sh [--timeout SEC] [--time-travel] [--mem SIZE] [--kunit GLOB]
-#                    [--log FILE] -- COMMAND [ARGS...]
+#                    [--log FILE] [--no-debug-checks] -- COMMAND [ARGS...]
+#
+# The kernel is the flavour's (KERNEL_FLAVOR=normal|debug, see tools/config.sh). On the debug
+# flavour, after COMMAND the guest runs tools/guest-debug-checks.sh (kmemleak scan, kernel
+# log scan for KASAN/lockdep/UBSAN/WARN/BUG/... reports): its lines start with
+# "debug-checks: " and the last says "debug-checks: ok" or "debug-checks: FAIL". The exit
+# status stays COMMAND's; a failed check is also said on stderr.
 #
 # The guest sees the host's files read-write (hostfs) and runs as root: keep guest scripts
 # to writing under the directories they are given. It always ends: after --timeout seconds
@@ -11,7 +17,8 @@
 set -euo pipefail
 source "$(dirname "$0")/config.sh"
 
-timeout_s=600 time_travel=0 mem=1G kunit_glob="" log=""
+timeout_s=600 time_travel=0 mem=1G kunit_glob="" log="" debug_checks=0
+[ "$KERNEL_FLAVOR" = normal ] || debug_checks=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--timeout) timeout_s=$2; shift 2 ;;
@@ -19,6 +26,7 @@ while [ $# -gt 0 ]; do
 	--mem) mem=$2; shift 2 ;;
 	--kunit) kunit_glob=$2; shift 2 ;;
 	--log) log=$2; shift 2 ;;
+	--no-debug-checks) debug_checks=0; shift ;;
 	--) shift; break ;;
 	*) break ;;
 	esac
@@ -51,6 +59,7 @@ args=(mem="$mem" rootfstype=hostfs rootflags=/ rw
       RFL_RUNDIR="$rundir")
 [ "$time_travel" = 1 ] && args+=(time-travel=inf-cpu)
 if [ -n "$kunit_glob" ]; then args+=(kunit.enable=1 "kunit.filter_glob=$kunit_glob"); fi
+[ "$debug_checks" = 0 ] || args+=(RFL_DEBUG_CHECKS=1)
 
 out=${log:-$rundir/console.log}
 # setsid: UML and its helpers get their own process group, which cleanup() kills.
@@ -69,5 +78,12 @@ sleep 0.2 # let tee flush
 if [ ! -f "$rundir/status" ]; then
 	echo "uml-run: the guest ended without reporting a status (crash or panic: see the console above)" >&2
 	exit 125
+fi
+if [ "$debug_checks" = 1 ]; then
+	case "$(cat "$rundir/debug-checks" 2>/dev/null)" in
+	0) ;;
+	1) echo "uml-run: debug checks: the kernel reported problems (debug-checks: lines above)" >&2 ;;
+	*) echo "uml-run: debug checks did not finish (see the console above)" >&2 ;;
+	esac
 fi
 exit "$(cat "$rundir/status")"
