@@ -12,6 +12,7 @@ DEBIAN_PACKAGES=(
 	build-essential flex bison bc libelf-dev libssl-dev cpio python3 rsync curl xz-utils
 	kmod iproute2 iperf3 ethtool iputils-ping procps util-linux
 	qemu-system-x86 python3-matplotlib                 # matplotlib: the bench report's plots
+	python3-scapy                                      # scapy: the scripted TCP peer of the packet-level tests
 )
 # The debug flavour is built with clang (KASAN with Rust needs it; see tools/config.sh).
 [ "$KERNEL_FLAVOR" = normal ] || DEBIAN_PACKAGES+=(clang-19 lld-19 llvm-19)
