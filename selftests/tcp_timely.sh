@@ -42,8 +42,10 @@ run_flows() {
 		-C "$algo" > "$out/$algo.json" 2>&1 &
 	local pid=$!
 	while kill -0 $pid 2>/dev/null; do
+		# Info lines carry bytes_acked (socket lines do not; counting lines breaks when
+		# a socket changes state between ss's two lines).
 		ip netns exec $NS_CLI ss -tinH state established dst $SRV_ADDR 2>/dev/null |
-			awk 'NR % 2 == 0' | grep "bytes_acked:[0-9]\{6,\}" >> "$out/ss.$algo"
+			grep "bytes_acked:[0-9]\{6,\}" >> "$out/ss.$algo"
 		sleep 0.1
 	done
 	wait $pid
