@@ -98,3 +98,18 @@ cc_of_flows() {
 	ip netns exec $NS_CLI ss -tniH state established dst $SRV_ADDR 2>/dev/null |
 		awk 'NR % 2 == 0 { print $1 }' | sort -u
 }
+
+# parse_module_args ARG...: "MODULE.ko [PARAM=VALUE...] [MODULE.ko ...]" into kos[] and
+# params[] (the space-separated parameters of kos[i] in params[i]). Status 1 if malformed.
+parse_module_args() {
+	kos=() params=()
+	local arg
+	for arg; do
+		case $arg in
+		*.ko) kos+=("$arg") params+=("") ;;
+		*=*) [ ${#kos[@]} -gt 0 ] || return 1; params[-1]+=" $arg" ;;
+		*) return 1 ;;
+		esac
+	done
+	[ ${#kos[@]} -gt 0 ]
+}

@@ -92,15 +92,7 @@ while getopts c:f:t:b:B: opt; do
 	esac
 done
 shift $((OPTIND - 1))
-kos=() params=()
-for arg; do
-	case $arg in
-	*.ko) kos+=("$arg") params+=("") ;;
-	*=*) [ ${#kos[@]} -gt 0 ] || usage; params[-1]+=" $arg" ;;
-	*) usage ;;
-	esac
-done
-[ ${#kos[@]} -gt 0 ] || usage
+parse_module_args "$@" || usage
 modname() { basename "$1" .ko; }
 
 out=$(mktemp -d /run/selftest.XXXXXX)

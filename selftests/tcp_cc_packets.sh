@@ -15,27 +15,20 @@ PEER=$(cd "$(dirname "$0")/.." && pwd)/tools/pktpeer.py
 NS_DUT=pkt-dut NS_PEER=pkt-peer DUT_IP=10.10.9.1 PEER_IP=10.10.9.2
 SCENARIOS=(plain ecn_echo sack_hole ack_beyond_snd_nxt sack_beyond_snd_nxt bad_options)
 
-modules=() cur=""
-declare -A params=()
-for a in "$@"; do
-	case $a in
-	*.ko) modules+=("$a"); cur=$a; params[$a]="" ;;
-	*=*) params[$cur]+=" $a" ;;
-	esac
-done
+parse_module_args "$@" || { echo "usage: $0 MODULE.ko [PARAM=VALUE...]..." >&2; exit 4; }
 
 cleanup() {
 	local m
 	ip netns del $NS_DUT 2>/dev/null; ip netns del $NS_PEER 2>/dev/null
-	for m in "${modules[@]}"; do rmmod "$(basename "$m" .ko)" 2>/dev/null; done
+	for m in "${kos[@]}"; do rmmod "$(basename "$m" .ko)" 2>/dev/null; done
 	return 0
 }
 trap cleanup EXIT
 
 before=$(cat /proc/sys/net/ipv4/tcp_available_congestion_control)
-for m in "${modules[@]}"; do
+for i in "${!kos[@]}"; do
 	# shellcheck disable=SC2086 # parameters are PARAM=VALUE words
-	insmod "$m" ${params[$m]} || { echo "Bail out! insmod $m failed"; exit 1; }
+	insmod "${kos[$i]}" ${params[$i]} || { echo "Bail out! insmod ${kos[$i]} failed"; exit 1; }
 done
 controls=(cubic dctcp)
 for c in $(cat /proc/sys/net/ipv4/tcp_available_congestion_control); do

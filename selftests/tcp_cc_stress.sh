@@ -35,15 +35,7 @@ while getopts t:n:s: opt; do
 	esac
 done
 shift $((OPTIND - 1))
-kos=() params=()
-for arg; do
-	case $arg in
-	*.ko) kos+=("$arg") params+=("") ;;
-	*=*) [ ${#kos[@]} -gt 0 ] || usage; params[-1]+=" $arg" ;;
-	*) usage ;;
-	esac
-done
-[ ${#kos[@]} -gt 0 ] || usage
+parse_module_args "$@" || usage
 
 out=$(mktemp -d /run/selftest.XXXXXX)
 allowed_before=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
