@@ -23,7 +23,7 @@ KERNEL_SUFFIX :=
 KERNEL_MAKE_ARGS :=
 else ifeq ($(KERNEL_FLAVOR),debug)
 KERNEL_SUFFIX := -debug
-KERNEL_MAKE_ARGS := LLVM=-19 KCFLAGS=-mlarge-data-threshold=2147483647
+KERNEL_MAKE_ARGS := LLVM=-19 KCFLAGS=-Xclang=-mlarge-data-threshold=2147483647
 else
 $(error KERNEL_FLAVOR=$(KERNEL_FLAVOR): expected normal or debug)
 endif

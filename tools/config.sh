@@ -23,12 +23,13 @@ CACHE_DIR=${RFL_CC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rfl-tcp-cc}
 # __bss_start..__bss_stop, so kmemleak never scans the kernel's static data (hundreds of
 # false leaks at boot) and lockdep takes static lock keys for dynamic ones (a "bad unlock
 # balance" at boot turned it off). -mlarge-data-threshold keeps the data in .data/.bss, as
-# gcc does; the code is the same (64-bit absolute addressing either way).
+# gcc does; the code is the same (64-bit absolute addressing either way). Given to cc1
+# (-Xclang=), as the driver rejects it for objects built without -mcmodel=large (the vDSO).
 KERNEL_FLAVOR=${KERNEL_FLAVOR:-normal}
 case "$KERNEL_FLAVOR" in
 normal) KERNEL_TREE=$CACHE_DIR/linux-$KERNEL_SERIES KERNEL_MAKE_ARGS=() ;;
 debug) KERNEL_TREE=$CACHE_DIR/linux-$KERNEL_SERIES-debug
-       KERNEL_MAKE_ARGS=(LLVM=-19 KCFLAGS=-mlarge-data-threshold=2147483647) ;;
+       KERNEL_MAKE_ARGS=(LLVM=-19 KCFLAGS=-Xclang=-mlarge-data-threshold=2147483647) ;;
 *) echo "error: KERNEL_FLAVOR=$KERNEL_FLAVOR: expected normal or debug" >&2; exit 1 ;;
 esac
 export KERNEL_FLAVOR

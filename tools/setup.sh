@@ -157,7 +157,9 @@ build_kernel() {
 	local missing; missing=$(config_not_taken)
 	[ -z "$missing" ] || die "kernel config did not take: $(echo $missing) (a dependency is missing; run 'make -C $KERNEL_TREE ARCH=um menuconfig' to see why)"
 	"${KMAKE[@]}" -s rustavailable >/dev/null || die "Rust is not available for the kernel build: rerun 'tools/setup.sh deps bindgen'"
-	step "building UML kernel, $KERNEL_FLAVOR flavour (about 6 minutes on 2 cores the first time$([ "$KERNEL_FLAVOR" = normal ] || echo ", debug: about DEBUG_MIN minutes"))"
+	local what="UML kernel" minutes=6
+	[ "$KERNEL_FLAVOR" = normal ] || { what="$KERNEL_FLAVOR UML kernel"; minutes=20; }
+	step "building $what (about $minutes minutes on 2 cores the first time)"
 	local t0=$SECONDS
 	"${KMAKE[@]}" -j"$(( $(nproc) + 1 ))" -s linux modules 2>&1 | grep -v '^\s*$' | tail -n 40
 	[ "${PIPESTATUS[0]}" = 0 ] || die "kernel build failed (output above); the tree is $KERNEL_TREE"

@@ -60,6 +60,8 @@ args=(mem="$mem" rootfstype=hostfs rootflags=/ rw
 [ "$time_travel" = 1 ] && args+=(time-travel=inf-cpu)
 if [ -n "$kunit_glob" ]; then args+=(kunit.enable=1 "kunit.filter_glob=$kunit_glob"); fi
 [ "$debug_checks" = 0 ] || args+=(RFL_DEBUG_CHECKS=1)
+# Guest scripts can tell the debug kernel (about 10x slower per packet) by this variable.
+[ "$KERNEL_FLAVOR" = normal ] || args+=("RFL_KERNEL_FLAVOR=$KERNEL_FLAVOR")
 
 out=${log:-$rundir/console.log}
 # setsid: UML and its helpers get their own process group, which cleanup() kills.
