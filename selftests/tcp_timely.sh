@@ -42,13 +42,18 @@ run_flows() {
 		-C "$algo" > "$out/$algo.json" 2>&1 &
 	local pid=$!
 	while kill -0 $pid 2>/dev/null; do
-		# Info lines carry bytes_acked (socket lines do not; counting lines breaks when
-		# a socket changes state between ss's two lines).
-		ip netns exec $NS_CLI ss -tinH state established dst $SRV_ADDR 2>/dev/null |
-			grep "bytes_acked:[0-9]\{6,\}" >> "$out/ss.$algo"
+		# ss -i takes each socket's lock (lock_sock_fast() in tcp_get_info()). On the
+		# guest's one CPU, iperf3 re-takes its socket's lock before a woken ss of normal
+		# priority runs, and ss could wait out the whole run; at real-time priority it runs
+		# as soon as the lock is released.
+		ip netns exec $NS_CLI chrt -f 10 ss -tinH state established dst $SRV_ADDR \
+			>> "$out/raw.$algo" 2>&1
+		echo "--- $(date +%s.%N)" >> "$out/raw.$algo"
 		sleep 0.1
 	done
 	wait $pid
+	# Info lines carry bytes_acked (socket lines do not).
+	grep "bytes_acked:[0-9]\{6,\}" "$out/raw.$algo" > "$out/ss.$algo"
 }
 
 for algo in timely timely_patched; do
@@ -68,7 +73,7 @@ PY
 	check "$algo: each of $FLOWS flows makes progress, >= 10% of the link together" flows_progress
 	diag "$algo: $(flows_progress 2>&1)"
 	paced() { # every sample: pacing_rate equals the controller's rate (bw)
-		[ -s "$out/ss.$algo" ] || { echo "no ss samples"; return 1; }
+		[ -s "$out/ss.$algo" ] || { echo "no ss samples; ss printed:"; head -c 1500 "$out/raw.$algo"; return 1; }
 		awk '{ bw = ""; pr = "";
 		       for (i = 1; i <= NF; i++) {
 			       if ($i ~ /^bbr:\(bw:/) { bw = $i; sub(/^bbr:\(bw:/, "", bw); sub(/,.*/, "", bw) }
