@@ -172,10 +172,100 @@ def fixed_seeds():
     }
 
 
+def dx_seeds():
+    DEFAULT, HARDWARE, RAW = 0, 1, 2
+    SW, HW, RTT = 2, 0, 1  # Input::u8 % 8 in fuzz_targets/dx.rs: 0 Hardware, 1 Rtt, else Software
+
+    def load(preset, field=None, value=0, offset=123_456_789, cwnd=10):
+        # A preset, one field replaced (0..4) or none (7); the flow's OWD offset and window;
+        # then one call of the pure next_cwnd_pkts.
+        out = u8(preset) + u32(value) + u8(7 if field is None else field)
+        return out + u32(offset) + u32(cwnd) + u32(50) + u32(50) + u32(30_000) + u32(100_000)
+
+    def ab(v, scale):
+        """Two bytes whose product times scale is about v."""
+        k = min(255, max(0, round((v / scale) ** 0.5)))
+        return u8(k) + u8(k)
+
+    def sample(source, rtt_above_min, owd_above_base):
+        # rtt: max(min RTT, 1 us) + a b 16 (the first sample sets the minimum from 1 us);
+        # owd: base + a b 8.
+        return u8(0) + u8(source) + u8(7) + ab(rtt_above_min, 16) + u8(7) + ab(owd_above_base, 8)
+
+    def rtt_sample(rtt_above_min):
+        return u8(0) + u8(RTT) + u8(7) + ab(rtt_above_min, 16) + u8(1)
+
+    def run(source, n, queue_ns):
+        # n samples at min RTT + queue, OWD base + queue (queue in steps of 256 ns).
+        return u8(9) + u8(source) + u8(n) + u8(queue_ns // 256)
+
+    def round_end(cwnd=None):
+        return u8(10) + (u8(1) if cwnd is None else u8(0) + u32(cwnd))
+
+    def rounds(n, with_samples, source=SW):
+        return u8(14) + u8(n) + u8(source) + u8(int(with_samples))
+
+    # DX's cycle at 10 Gbit/s: the queue builds by a packet per round up to the headroom
+    # (20 us), a decrease drains it, again; then a slow-start-like jump.
+    cycles = load(DEFAULT) + sample(SW, 49_000, 0)
+    for _ in range(3):
+        for q in range(0, 26_000, 2_500):
+            cycles += run(SW, 40, q) + round_end()
+    cycles += round_end(200) + run(SW, 60, 60_000) + round_end() + run(SW, 60, 0) + round_end()
+
+    # NIC stamps, 3-round expiry: the path lengthens by 30 us and the minimum follows it
+    # (runs are relative to the current minimum, so each later run is 30 us longer still);
+    # then rounds of one fixed sample, which the expiry turns into the minimum, and empty
+    # rounds.
+    expiry = load(HARDWARE, 4, 3) + sample(HW, 29_000, 0) + round_end()
+    for _ in range(5):
+        expiry += run(HW, 20, 30_000) + round_end()
+    expiry += rounds(32, True, HW) + rounds(32, False, HW)
+
+    # Absurd samples around a flow: RTT 0, u32::MAX, the bound and just above, OWDs at the
+    # far side of the circle and one RTT off either way, then a clock step absorbed.
+    absurd = load(DEFAULT) + sample(SW, 49_000, 0)
+    for rtt_branch in [0, 1, 2, 3]:
+        absurd += u8(0) + u8(SW) + u8(rtt_branch) + u8(7) + u8(0) + u8(0)
+    for owd_branch in [1, 2, 3, 4, 5, 0]:
+        absurd += u8(0) + u8(SW) + u8(7) + ab(20_000, 16) + u8(owd_branch)
+        if owd_branch == 0:
+            absurd += u32(2**31 + 12345)
+    absurd += u8(0) + u8(SW) + u8(4) + u8(0) + u8(1) + round_end()
+
+    # The kernel's RTT as the signal (owd = rtt), then a switch to software stamps.
+    switch = load(DEFAULT, cwnd=40) + rtt_sample(79_000)
+    for q in [0, 10_000, 30_000, 50_000, 5_000, 0]:
+        switch += rtt_sample(q) + rtt_sample(q) + round_end()
+    switch += sample(SW, 49_000, 0) + run(SW, 30, 25_000) + round_end()
+
+    # Back-to-back calibration: a TX burst of 10 stamped together at 10 Gbit/s, RX stamps
+    # with gaps, a step back of more than 1 ms, an unknown link rate.
+    cal = load(DEFAULT)
+    cal += u8(12) + u8(0) + u8(0) + u32(1_000_000) + u8(1) + u8(2)
+    cal += (u8(12) + u8(0) + u8(2) + u8(0) + u8(1) + u8(2)) * 10
+    cal += u8(12) + u8(1) + u8(0) + u32(4_000_000_000) + u8(1) + u8(2)
+    for gap in [40, 38, 1, 0, 200]:
+        cal += u8(12) + u8(1) + u8(2) + u8(gap) + u8(1) + u8(2)
+    cal += u8(12) + u8(0) + u8(1) + u32(1_500_000) + u8(1) + u8(2)
+    cal += u8(12) + u8(0) + u8(2) + u8(0) + u8(1) + u8(1)
+
+    # Rejected sets (each names its parameter), then a valid one.
+    invalid = u8(RAW) + u32(0) + u32(2) + u32(500_000) + u32(0) + u32(0)
+    invalid += u8(DEFAULT) + u32(30_000) + u8(3)
+    invalid += u8(DEFAULT) + u32(1_000_001) + u8(2)
+    invalid += u8(HARDWARE) + u32(10_001) + u8(4)
+    invalid += load(DEFAULT) + sample(SW, 49_000, 0) + run(SW, 10, 40_000) + round_end(3)
+
+    return {"default-queue-cycles": cycles, "hardware-path-change-expiry": expiry,
+            "absurd-samples-clock-step": absurd, "kernel-rtt-then-stamps": switch,
+            "calibration-batches": cal, "invalid-params": invalid}
+
+
 def main():
     for target, seeds in [("timely", timely_seeds()), ("timely_params", params_seeds()),
                           ("reno", reno_seeds()), ("dctcp", dctcp_seeds()),
-                          ("fixed", fixed_seeds())]:
+                          ("fixed", fixed_seeds()), ("dx", dx_seeds())]:
         d = os.path.join(HERE, "corpus", target)
         os.makedirs(d, exist_ok=True)
         for name, data in seeds.items():

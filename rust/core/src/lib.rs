@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod dctcp;
+pub mod dx;
 pub mod fixed;
 pub mod reno;
 pub mod timely;
