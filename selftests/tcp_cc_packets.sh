@@ -13,7 +13,10 @@ set -u
 source "$(dirname "$0")/lib.sh"
 PEER=$(cd "$(dirname "$0")/.." && pwd)/tools/pktpeer.py
 NS_DUT=pkt-dut NS_PEER=pkt-peer DUT_IP=10.10.9.1 PEER_IP=10.10.9.2
-SCENARIOS=(plain ecn_echo sack_hole ack_beyond_snd_nxt sack_beyond_snd_nxt bad_options)
+SCENARIOS=(plain ecn_echo sack_hole ack_beyond_snd_nxt sack_beyond_snd_nxt bad_options
+	delay_stamps delay_refused delay_bad)
+# Controls that offer the delay-stamp option on their SYNs (TCP_CONG_DELAY_STAMPS).
+STAMP_CONTROLS=" dx "
 
 parse_module_args "$@" || { echo "usage: $0 MODULE.ko [PARAM=VALUE...]..." >&2; exit 4; }
 
@@ -63,9 +66,11 @@ for cc in "${controls[@]}"; do
 	for s in "${SCENARIOS[@]}"; do
 		port=$((port + 1))
 		sack0=$(mib TCPSACKDiscard) chal0=$(( $(mib TCPChallengeACK) + $(mib TCPACKSkippedChallenge) ))
+		dly0=$(mib TCPDelayStampSample) bad0=$(mib TCPDelayStampBad)
 		out=$(ip netns exec $NS_PEER /usr/bin/python3 "$PEER" peer --iface p0 --ip $PEER_IP \
 			--dut-ns $NS_DUT --dut-ip $DUT_IP --cc "$cc" --scenario "$s" --port $port 2>&1)
 		sack1=$(mib TCPSACKDiscard) chal1=$(( $(mib TCPChallengeACK) + $(mib TCPACKSkippedChallenge) ))
+		dly1=$(mib TCPDelayStampSample) bad1=$(mib TCPDelayStampBad)
 		res=$(tail -n1 <<<"$out")
 		why=""
 		grep -q '"ok": true' <<<"$res" || why="transfer or scenario expectation failed"
@@ -73,7 +78,20 @@ for cc in "${controls[@]}"; do
 		ack_beyond_snd_nxt) [ "$chal1" -gt "$chal0" ] || why+=" no challenge ACK counted" ;;
 		sack_beyond_snd_nxt) [ "$sack1" -gt "$sack0" ] || why+=" no SACK block discarded" ;;
 		esac
-		fig=$(python3 -c 'import json, sys; print("%(bytes_received)s B intact=%(intact)s segs=%(segments)s rexmit_seen=%(retransmissions_seen)s cwr=%(cwr_seen)s ecn=%(ecn)s" % json.loads(sys.argv[1]))' "$res" 2>/dev/null)
+		case $s in delay_*)
+			offered=no; grep -q '"delay_offered": true' <<<"$res" && offered=yes
+			[[ "$STAMP_CONTROLS" == *" $cc "* ]] && want=yes || want=no
+			[ $offered = $want ] || why+=" SYN offered the delay-stamp option: $offered"
+			case $s/$offered in
+			delay_stamps/yes) [ "$dly1" -gt "$dly0" ] && [ "$bad1" -eq "$bad0" ] ||
+				why+=" samples +$((dly1 - dly0)) bad +$((bad1 - bad0))" ;;
+			delay_bad/yes) [ "$bad1" -gt "$bad0" ] || why+=" no bad option counted" ;;
+			*) [ "$dly1" -eq "$dly0" ] && [ "$bad1" -eq "$bad0" ] ||
+				why+=" samples +$((dly1 - dly0)) bad +$((bad1 - bad0)) without the option" ;;
+			esac
+		esac
+		fig=$(python3 -c 'import json, sys; print("%(bytes_received)s B intact=%(intact)s segs=%(segments)s rexmit_seen=%(retransmissions_seen)s cwr=%(cwr_seen)s ecn=%(ecn)s stamps=%(delay_answered)s/%(delay_data_opts)s/%(delay_echoes)s" % json.loads(sys.argv[1]))' "$res" 2>/dev/null)
+		fig+=" delay_samples+$((dly1 - dly0)) delay_bad+$((bad1 - bad0))"
 		if [ -z "$why" ]; then
 			ktap_ok "$cc $s"
 			diag "$cc $s: $fig challenge+$((chal1 - chal0)) sack_discard+$((sack1 - sack0))"

@@ -30,7 +30,9 @@ import sys
 import time
 
 SCENARIOS = ("plain", "ecn_echo", "sack_hole", "ack_beyond_snd_nxt", "sack_beyond_snd_nxt",
-             "bad_options")
+             "bad_options", "delay_stamps", "delay_refused", "delay_bad")
+# The delay-stamp option (patches/0008): kind 253, RFC 6994 ExID.
+DELAY_KIND, DELAY_EXID = 253, 0xD1A7
 SO_MAX_PACING_RATE = 47
 
 
@@ -103,6 +105,11 @@ class Peer:
         self.peer_ts = 0
         self.bad_index = 0
         self.special_sent = False
+        self.delay_offered = False   # the client's SYN offered the delay-stamp option
+        self.delay_ok = False        # ... and the SYN-ACK answered it
+        self.delay_data_opts = 0     # data segments that carried t1
+        self.delay_pending = None    # (t1, t2) of the newest in-order segment
+        self.delay_echoes = 0        # echoes sent (bad ones in delay_bad)
 
     # -- output ----------------------------------------------------------------------
     def send(self, flags, options=b"", ece=False):
@@ -158,6 +165,28 @@ class Peer:
         self.bad_index += 1
         return (opt + b"\x00" * 3)[: (len(opt) + 3) // 4 * 4]
 
+    def delay_echo(self, t1, t2, hold):
+        return struct.pack("!BBHIII", DELAY_KIND, 16, DELAY_EXID, t1 & 0xFFFFFFFF,
+                           t2 & 0xFFFFFFFF, hold & 0xFFFFFFFF)
+
+    def delay_opt(self):
+        """The echo of the newest in-order segment's stamps (delay_stamps), or a malformed,
+        misplaced, implausible or repeated one (delay_bad), each of which the sender must
+        count and ignore."""
+        t1, t2 = self.delay_pending
+        hold = (time.time_ns() - t2) & 0x7FFFFFFF
+        if self.args.scenario == "delay_stamps":
+            return self.delay_echo(t1, t2, hold)
+        cases = [
+            struct.pack("!BBHH", DELAY_KIND, 6, DELAY_EXID, 0) + b"\x01\x01",  # no such length
+            self.delay_echo(t1 + (1 << 31), t2, hold),       # t1 the sender never sent
+            self.delay_echo(t1, t2, 0x7FFFFFFF),             # hold longer than the RTT
+            struct.pack("!BBH", DELAY_KIND, 4, DELAY_EXID),  # the SYN form after the SYN
+            self.delay_echo(t1, t2, hold) * 2,               # two echoes in one header
+        ]
+        opt = cases[self.delay_echoes % len(cases)]
+        return opt
+
     def ack(self):
         a = self.args
         opts = self.ts_opt() if self.peer_ts else b""
@@ -167,6 +196,12 @@ class Peer:
             # A block beyond anything sent: the receiver must discard it.
             blocks = [(self.highest_end + 20000, self.highest_end + 30000)] + blocks[:1]
         opts += self.sack_opt(blocks)
+        if self.delay_ok and self.delay_pending is not None:
+            echo = self.delay_opt()
+            if len(opts) + len(echo) <= 40:  # else it waits, as the kernel's receiver does
+                opts += echo
+                self.delay_echoes += 1
+                self.delay_pending = None
         if a.scenario == "bad_options":
             opts += self.bad_option()
         opts = opts[:40]
@@ -182,6 +217,7 @@ class Peer:
         opts = tcp_bytes[20:doff]
         payload = tcp_bytes[doff:ip.len - ip.ihl * 4]
         self.parse_ts(opts)
+        delay = self.delay_options(opts)
         if flags & 0x02:  # SYN
             self.cport = sport
             self.irs = seq
@@ -190,6 +226,10 @@ class Peer:
             self.ecn = bool(flags & 0x40 and flags & 0x80)
             syn_opts = b"\x02\x04\x05\xb4" + b"\x01\x03\x03\x07" + b"\x04\x02" + \
                 (b"\x08\x0a" + struct.pack("!II", self.ts_val, self.peer_ts) if self.peer_ts else b"\x01\x01")
+            self.delay_offered = 4 in delay
+            self.delay_ok = self.delay_offered and a.scenario in ("delay_stamps", "delay_bad")
+            if self.delay_ok:
+                syn_opts += struct.pack("!BBH", DELAY_KIND, 4, DELAY_EXID)
             self.snd_nxt = self.iss
             self.send(0x12, syn_opts.ljust((len(syn_opts) + 3) // 4 * 4, b"\x01"), ece=self.ecn)
             self.snd_nxt = (self.iss + 1) & 0xFFFFFFFF
@@ -201,6 +241,10 @@ class Peer:
             self.ece_until_cwr = False
         if payload:
             self.segments += 1
+            if 8 in delay:
+                self.delay_data_opts += 1
+                if seq == self.rcv_nxt:
+                    self.delay_pending = (delay[8], time.time_ns())
             self.data(seq, payload)
         if flags & 0x01:  # FIN
             if seq == self.rcv_nxt or (seq + len(payload)) == self.rcv_nxt:
@@ -214,6 +258,26 @@ class Peer:
             return
         if flags & 0x10 and self.fin_seen and not payload:
             self.done = True
+
+    @staticmethod
+    def delay_options(opts):
+        """The delay-stamp options in a header: {length: first 32-bit field or None}."""
+        found, i = {}, 0
+        while i < len(opts):
+            kind = opts[i]
+            if kind == 0:
+                break
+            if kind == 1:
+                i += 1
+                continue
+            if i + 1 >= len(opts) or opts[i + 1] < 2:
+                break
+            n = opts[i + 1]
+            if kind == DELAY_KIND and n >= 4 and i + n <= len(opts) and \
+                    struct.unpack_from("!H", opts, i + 2)[0] == DELAY_EXID:
+                found[n] = struct.unpack_from("!I", opts, i + 4)[0] if n >= 8 else None
+            i += n
+        return found
 
     def parse_ts(self, opts):
         i = 0
@@ -303,6 +367,8 @@ class Peer:
             "intact": bytes(self.received) == want,
             "ecn": self.ecn, "cwr_seen": self.saw_cwr, "segments": self.segments,
             "retransmissions_seen": self.retransmissions, "client": report,
+            "delay_offered": self.delay_offered, "delay_answered": self.delay_ok,
+            "delay_data_opts": self.delay_data_opts, "delay_echoes": self.delay_echoes,
             "client_status": proc.returncode, "client_err": err.decode()[-300:],
         }
         ok = result["intact"] and proc.returncode == 0 and report.get("cc") == a.cc
@@ -310,6 +376,12 @@ class Peer:
             ok = ok and self.ecn and self.saw_cwr > 0
         if a.scenario in ("sack_hole", "ack_beyond_snd_nxt", "sack_beyond_snd_nxt"):
             ok = ok and self.retransmissions > 0
+        if a.scenario.startswith("delay_"):
+            # Data carries t1 exactly when the option was answered, on every segment.
+            want = self.segments if self.delay_ok else 0
+            ok = ok and self.delay_data_opts == want
+            if self.delay_ok:
+                ok = ok and self.delay_echoes > 0
         result["ok"] = ok
         print(json.dumps(result))
         return 0 if ok else 1

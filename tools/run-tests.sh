@@ -17,6 +17,7 @@ MODULES=(
 	"rust/tcp_rust_reno.ko|rust_reno|rust_reno||"
 	"rust/tcp_timely.ko|timely timely_patched|rust_timely|$TIMELY_PARAMS_100M|selftests/tcp_timely.sh"
 	"rust/tcp_rust_dctcp.ko|rust_dctcp|rust_dctcp||"
+	"rust/tcp_dx.ko|dx|rust_dx|$DX_PARAMS_100M|selftests/tcp_dx.sh"
 )
 field() { cut -d'|' -f"$2" <<<"$1"; }
 BUILTIN_KUNIT_SUITES=(rust_tcp_cong)

@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! DX: window congestion control on the one-way queuing delay.
+//!
+//! Lee, Park, Jang, Moon and Han, "Accurate Latency-based Congestion Feedback for
+//! Datacenters", USENIX ATC 2015. The control law (Eq. 1 with `V` from Eq. 8, the base-OWD
+//! drift rule, what the paper leaves open) is in `core/src/dx.rs`, shared with the host
+//! tests; this file connects it to TCP:
+//! - the ops carry `TCP_CONG_DELAY_STAMPS`: an active open offers the delay-stamp TCP
+//!   option (patches/0008), and when the peer answers, every ACK that echoes a data
+//!   segment brings its one-way delay and network RTT (software stamps at the device
+//!   boundary); the queuing delay is the one-way delay less its base;
+//! - when the peer does not answer (or on a passive open, whose SYN-ACK only echoes what
+//!   the peer offered), the queuing delay is the kernel's RTT sample less its minimum, and
+//!   `ss -ti` says so (`pacing_gain:3`);
+//! - rounds are counted as DCTCP does: a round ends when the cumulative ACK passes what was
+//!   sent when it began, and then Eq. 1 sets the window;
+//! - slow start is Reno's, and ends at the first round whose average queuing delay reaches
+//!   the headroom (the window becomes Eq. 1's); loss halves the window, as Reno does.
+//!
+//! `ss -ti` shows the state in the BBR layout: `mrtt` is DX's minimum network RTT (ms),
+//! `cwnd_gain` the last round's average queuing delay in microseconds, `pacing_gain` the
+//! source of its samples (1 NIC stamps, 2 software stamps, 3 RTT fallback, 0 none yet) and
+//! `bw` the stack's pacing rate.
+
+use kernel::net::tcp::cong::{
+    AckSample, Algorithm, CaState, DelaySource, Event, Flags, Info, InfoSock, Sock,
+};
+use kernel::prelude::*;
+
+// The pure control laws, shared with the host tests; not every item is used here.
+#[allow(unreachable_pub, dead_code)]
+#[path = "core/src/lib.rs"]
+mod cc_core;
+
+use cc_core::dx::{DelaySample, Dx, DxParams, StampSource};
+use cc_core::reno;
+
+kernel::module_tcp_cong! {
+    algorithms: [DxCc],
+    check: check_params,
+    name: "tcp_dx",
+    authors: ["rfl-tcp-cc developers"],
+    description: "DX: congestion control on one-way queuing delay",
+    license: "GPL",
+    params: {
+        headroom_ns: u32 {
+            default: 20000,
+            description: "queuing delay below which the window grows (ns)",
+            permissions: 0o444,
+        },
+        min_cwnd_pkts: u32 {
+            default: 2,
+            description: "smallest window DX leaves (packets)",
+            permissions: 0o444,
+        },
+        max_decrease_ppm: u32 {
+            default: 500000,
+            description: "largest cut of one round, parts per million of the window",
+            permissions: 0o444,
+        },
+        base_rtt_slack_ns: u32 {
+            default: 5000,
+            description: "RTT within this of its minimum refreshes the base OWD (ns)",
+            permissions: 0o444,
+        },
+        min_rtt_expiry_rounds: u32 {
+            default: 1000,
+            description: "rounds without a base refresh before the minimum RTT expires; 0: never",
+            permissions: 0o444,
+        },
+    },
+}
+
+fn params() -> DxParams {
+    use crate::module_parameters as m;
+    DxParams {
+        headroom_ns: m::headroom_ns.value(),
+        min_cwnd_pkts: m::min_cwnd_pkts.value(),
+        max_decrease_ppm: m::max_decrease_ppm.value(),
+        base_rtt_slack_ns: m::base_rtt_slack_ns.value(),
+        min_rtt_expiry_rounds: m::min_rtt_expiry_rounds.value(),
+    }
+}
+
+/// Per-socket state, in `icsk_ca_priv`.
+#[derive(Clone, Copy, Zeroable)]
+struct State {
+    dx: Dx,
+    /// The round ends when the cumulative ACK passes this sequence number.
+    round_end_seq: u32,
+    /// The connection negotiated the delay-stamp option.
+    stamps: bool,
+}
+
+struct DxCc;
+
+/// Published words, read by `get_info` without the socket lock.
+const INFO_MIN_RTT_NS: usize = 0;
+const INFO_Q_NS: usize = 1;
+const INFO_SOURCE: usize = 2;
+
+impl DxCc {
+    fn publish(sk: &mut Sock<'_>, st: &State) {
+        let source = st.dx.source().map_or(0, |s| s as u32);
+        sk.publish_info(&[st.dx.min_rtt_ns(), st.dx.last_q_ns(), source]);
+    }
+
+    fn start_round(sk: &Sock<'_>, st: &mut State) {
+        st.round_end_seq = sk.snd_nxt();
+    }
+}
+
+/// `a` is after `b` in sequence space.
+fn seq_after(a: u32, b: u32) -> bool {
+    (b.wrapping_sub(a) as i32) < 0
+}
+
+#[vtable]
+impl Algorithm for DxCc {
+    const NAME: &'static CStr = c"dx";
+    // Restricted, as in-tree algorithms other than Reno are.
+    const FLAGS: Flags = Flags::DELAY_STAMPS;
+    const INFO_WORDS: usize = 3;
+    type Data = State;
+
+    fn init(sk: &mut Sock<'_>, st: &mut State) {
+        st.stamps = sk.delay_stamps_negotiated();
+        Self::start_round(sk, st);
+        Self::publish(sk, st);
+    }
+
+    fn pkts_acked(_sk: &mut Sock<'_>, st: &mut State, sample: &AckSample) {
+        let p = params();
+        let sample = match (st.stamps, sample.delay, sample.rtt_us) {
+            (true, Some(d), _) => DelaySample {
+                // Device-boundary software stamps; the first samples of a connection may
+                // fall back to TCP's clock (DelaySource::Tcp), which is software too.
+                source: match d.source {
+                    DelaySource::Device | DelaySource::Tcp => StampSource::Software,
+                },
+                owd_ns: d.owd_ns,
+                rtt_ns: d.net_rtt_ns,
+            },
+            // Without the option, the RTT less its minimum; the kernel's samples of
+            // retransmitted data are already left out (Karn).
+            (false, _, Some(rtt_us)) => {
+                let rtt_ns = rtt_us.saturating_mul(1000);
+                DelaySample {
+                    source: StampSource::Rtt,
+                    owd_ns: rtt_ns,
+                    rtt_ns,
+                }
+            }
+            _ => return,
+        };
+        st.dx.on_sample(&sample, &p);
+    }
+
+    fn cong_avoid(sk: &mut Sock<'_>, st: &mut State, ack: u32, acked: u32) {
+        let p = params();
+        if seq_after(ack, st.round_end_seq) {
+            let cwnd = sk.cwnd();
+            let next = st.dx.on_round_end(cwnd, &p);
+            Self::start_round(sk, st);
+            if sk.in_slow_start() {
+                if st.dx.exit_slow_start(&p) {
+                    sk.set_cwnd(next);
+                    sk.set_ssthresh(next);
+                }
+            } else if next < cwnd || sk.is_cwnd_limited() {
+                // An application-limited flow gets no increase, as with Reno.
+                sk.set_cwnd(next.min(sk.cwnd_clamp()));
+            }
+            Self::publish(sk, st);
+        }
+        if sk.in_slow_start() && sk.is_cwnd_limited() {
+            let _leftover = sk.slow_start(acked);
+        }
+    }
+
+    fn ssthresh(sk: &mut Sock<'_>, _st: &mut State) -> u32 {
+        reno::ssthresh_after_loss(sk.cwnd())
+    }
+
+    fn undo_cwnd(sk: &mut Sock<'_>, _st: &mut State) -> u32 {
+        sk.cwnd().max(sk.prior_cwnd())
+    }
+
+    fn set_state(sk: &mut Sock<'_>, st: &mut State, new_state: CaState) {
+        if matches!(new_state, CaState::Loss) {
+            // After a timeout the window restarts; so does the round.
+            Self::start_round(sk, st);
+        }
+    }
+
+    fn cwnd_event(sk: &mut Sock<'_>, st: &mut State, event: Event) {
+        if matches!(event, Event::CwndRestart) {
+            Self::start_round(sk, st);
+        }
+    }
+
+    fn get_info(sk: &InfoSock<'_>, published: &[u32]) -> Option<Info> {
+        Some(Info::Bbr {
+            bw_bytes_per_sec: sk.pacing_rate_bytes_per_sec(),
+            min_rtt_us: published[INFO_MIN_RTT_NS] / 1000,
+            pacing_gain: published[INFO_SOURCE] * 256,
+            // Microseconds as a gain (1/256 units): ns * 256 / 1000, below 2^32 for any
+            // queuing delay up to 16.7 s.
+            cwnd_gain: (u64::from(published[INFO_Q_NS]) * 256 / 1000).min(u64::from(u32::MAX))
+                as u32,
+        })
+    }
+}
+
+fn check_params() -> Result {
+    params().validate().map_err(|e| {
+        pr_err!(
+            "invalid parameter {}={}: allowed range {}..={}\n",
+            e.name,
+            e.value,
+            e.min,
+            e.max
+        );
+        ERANGE
+    })
+}
+
+#[kunit_tests(rust_dx)]
+mod tests {
+    use super::*;
+    use kernel::net::tcp::cong::{testing::TestSocket, DelaySample as Stamped};
+
+    const CWND: u32 = 100;
+    /// Minimum network RTT of the tests' samples, and the clocks' offset.
+    const BASE_RTT_NS: u32 = 100_000;
+    const OFFSET_NS: u32 = 4_000_000_000;
+
+    /// A socket in congestion avoidance at `CWND`, limited by it, with a round that ends
+    /// when sequence 100_000 is ACKed.
+    fn socket(stamps: bool) -> Result<TestSocket> {
+        let mut s = TestSocket::before_init::<DxCc>()?;
+        s.set_delay_stamps(stamps);
+        s.set_window(CWND, CWND / 2, 10_000);
+        s.set_cwnd_limited(true, CWND);
+        s.set_seq(0, 100_000, 0);
+        s.init();
+        Ok(s)
+    }
+
+    /// A sample whose data queued `q_ns` behind the minimum.
+    fn stamped(s: &mut TestSocket, q_ns: u32) {
+        let sample = Stamped {
+            source: DelaySource::Device,
+            owd_ns: OFFSET_NS.wrapping_add(30_000 + q_ns),
+            net_rtt_ns: BASE_RTT_NS + q_ns,
+        };
+        s.pkts_acked_with_delay(1, -1, 0, Some(sample));
+    }
+
+    /// Ends the round; the next one ends at `next_end`.
+    fn end_round(s: &mut TestSocket, next_end: u32) {
+        s.set_seq(100_001, next_end, 0);
+        s.ack(100_001, 1);
+    }
+
+    /// `(pacing_gain, cwnd_gain)` of `ss`'s BBR layout, in 1/256.
+    fn gains(s: &mut TestSocket) -> (u32, u32) {
+        let (_, b) = s.get_info().expect("dx reports info");
+        let word = |i: usize| u32::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        (word(12), word(16))
+    }
+
+    #[test]
+    fn queue_above_headroom_cuts_by_eq1() -> Result {
+        let mut s = socket(true)?;
+        stamped(&mut s, 0);
+        for _ in 0..3 {
+            stamped(&mut s, 60_000);
+        }
+        end_round(&mut s, 200_000);
+        // Average queuing delay 45 us; W* = W on the first round.
+        let want = cc_core::dx::next_cwnd_pkts(CWND, CWND, 45_000, BASE_RTT_NS, &params());
+        assert_eq!(s.cwnd(), want);
+        assert!(CWND / 2 <= want && want < CWND);
+        // Software stamps; 45 us.
+        assert_eq!(gains(&mut s), (2 * 256, 45 * 256));
+        Ok(())
+    }
+
+    #[test]
+    fn queue_below_headroom_adds_one() -> Result {
+        let mut s = socket(true)?;
+        stamped(&mut s, 0);
+        stamped(&mut s, 10_000);
+        end_round(&mut s, 200_000);
+        assert_eq!(s.cwnd(), CWND + 1);
+        // ACKs inside the next round do not move the window.
+        s.ack(150_000, 1);
+        assert_eq!(s.cwnd(), CWND + 1);
+        Ok(())
+    }
+
+    #[test]
+    fn without_the_option_the_rtt_is_used() -> Result {
+        let mut s = socket(false)?;
+        // A stray echo on a connection that did not negotiate the option is not used.
+        stamped(&mut s, 500_000);
+        s.pkts_acked(1, 100, 0);
+        s.pkts_acked(1, 180, 0);
+        end_round(&mut s, 200_000);
+        // Queuing delay from the RTT: (0 + 80 us) / 2 = 40 us, above the headroom.
+        assert!(s.cwnd() < CWND);
+        assert_eq!(gains(&mut s), (3 * 256, 40 * 256));
+        Ok(())
+    }
+
+    #[test]
+    fn slow_start_ends_when_the_queue_reaches_the_headroom() -> Result {
+        let mut s = socket(true)?;
+        s.set_window(10, u32::MAX >> 1, 10_000);
+        s.set_cwnd_limited(true, 10);
+        stamped(&mut s, 0);
+        stamped(&mut s, 5_000);
+        end_round(&mut s, 200_000);
+        // No queue yet: still in slow start, grown by the ACK.
+        assert_eq!(s.cwnd(), 11);
+        stamped(&mut s, 50_000);
+        s.set_seq(200_001, 300_000, 0);
+        s.ack(200_001, 1);
+        let cwnd = s.cwnd();
+        assert!(cwnd < 11);
+        assert_eq!(s.ssthresh(), cwnd);
+        Ok(())
+    }
+
+    #[test]
+    fn absurd_samples_keep_the_window_in_bounds() -> Result {
+        let mut s = socket(true)?;
+        let mut end = 100_000u32;
+        for (owd_ns, net_rtt_ns) in [
+            (0, 0),
+            (u32::MAX, u32::MAX),
+            (1, 1),
+            (u32::MAX, 1),
+            (0x8000_0000, 2_000_000_000),
+            (7, 3_000_000_000),
+        ] {
+            let sample = Stamped {
+                source: DelaySource::Tcp,
+                owd_ns,
+                net_rtt_ns,
+            };
+            s.pkts_acked_with_delay(1, i32::MIN, u32::MAX, Some(sample));
+            s.pkts_acked(1, i32::MAX, 0);
+            end = end.wrapping_add(100_000);
+            s.set_seq(end.wrapping_sub(99_999), end, 0);
+            s.ack(end.wrapping_sub(99_999), 1);
+            let cwnd = s.cwnd();
+            assert!(params().min_cwnd_pkts <= cwnd && cwnd <= CWND + 6);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,115 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# DX and the delay-stamp option, in the UML guest:
+# - invalid module parameters fail the load with a message naming the parameter and range;
+# - dx offers the option and the receiver (any congestion control, sysctl default) answers:
+#   samples reach dx (TCPDelayStampSample), none is bad, ss shows software stamps (source 2);
+# - with the receiver's net.ipv4.tcp_delay_stamps=0 the option is refused: dx falls back to
+#   the RTT (source 3 in ss), no sample and no bad option is counted, traffic flows;
+# - flows that do not use dx carry no option (no sample counted).
+#
+#   tcp_dx.sh MODULE.ko [PARAM=VALUE...]
+set -u
+ko=$1; shift
+mod_params=("$@")
+source "$(dirname "$0")/lib.sh"
+RATE_MBIT=100 DELAY_US=500 QUEUE_PKTS=500 FLOWS=2 SECONDS_PER_RUN=3
+out=$(mktemp -d /run/selftest.XXXXXX)
+trap 'ns_cleanup; rm -rf "$out"' EXIT
+
+ktap_plan 16
+dmesg -C
+
+# rejects NAME PARAM=VALUE...: insmod must fail, and dmesg must name NAME and its range.
+rejects() {
+	local param=$1; shift
+	if insmod "$ko" "$@" 2>/dev/null; then rmmod "$(basename "$ko" .ko)"; echo "loaded with $*"; return 1; fi
+	dmesg | grep -q "invalid parameter $param=.*allowed range" || { echo "no message naming $param"; dmesg | tail -3; return 1; }
+}
+check "rejects headroom_ns=0" rejects headroom_ns headroom_ns=0
+check "rejects min_cwnd_pkts=0" rejects min_cwnd_pkts min_cwnd_pkts=0
+check "rejects max_decrease_ppm above 1000000" rejects max_decrease_ppm max_decrease_ppm=1000001
+check "rejects base_rtt_slack_ns above headroom_ns" rejects base_rtt_slack_ns headroom_ns=1000 base_rtt_slack_ns=2000
+check "insmod with the testbed parameters" insmod "$ko" "${mod_params[@]}"
+
+setup_dumbbell $RATE_MBIT $DELAY_US $QUEUE_PKTS && start_iperf_server || diag "dumbbell setup failed"
+
+# counter NS NAME: a TcpExt counter of namespace NS.
+counter() {
+	ip netns exec "$1" awk -v name="$2" '$1 == "TcpExt:" { if (!n) { for (i = 2; i <= NF; i++) col[$i] = i; n = 1 } else v = $col[name] }
+		END { print v + 0 }' /proc/net/netstat
+}
+
+# run NAME CC: iperf3 with CC for SECONDS_PER_RUN, sampling `ss -ti` (see tcp_timely.sh for
+# the real-time priority) into $out/ss.NAME; counters before and after in $out/ctr.NAME.
+run() {
+	local name=$1 cc=$2 c
+	for c in TCPDelayStampSample TCPDelayStampBad; do
+		echo "$c $(counter $NS_CLI $c) $(counter $NS_SRV $c)"
+	done > "$out/ctr0.$name"
+	ip netns exec $NS_CLI timeout 30 iperf3 -c $SRV_ADDR -J -P $FLOWS -t $SECONDS_PER_RUN \
+		-C "$cc" > "$out/$name.json" 2>&1 &
+	local pid=$!
+	while kill -0 $pid 2>/dev/null; do
+		ip netns exec $NS_CLI chrt -f 10 ss -tinH state established dst $SRV_ADDR \
+			>> "$out/ss.$name" 2>&1
+		sleep 0.2
+	done
+	wait $pid
+	for c in TCPDelayStampSample TCPDelayStampBad; do
+		echo "$c $(counter $NS_CLI $c) $(counter $NS_SRV $c)"
+	done > "$out/ctr1.$name"
+}
+# delta NAME COUNTER SIDE(2 cli, 3 srv): how much the counter grew during run NAME.
+delta() {
+	echo $(( $(awk -v c="$2" -v f="$3" '$1 == c { print $f }' "$out/ctr1.$1") -
+		 $(awk -v c="$2" -v f="$3" '$1 == c { print $f }' "$out/ctr0.$1") ))
+}
+# throughput NAME: Mbit/s received; fails below a tenth of the link.
+throughput() {
+	python3 - "$out/$1.json" $((RATE_MBIT * 100000)) <<'PY'
+import json, sys
+end = json.load(open(sys.argv[1]))["end"]
+total = end["sum_received"]["bits_per_second"]
+print("Mbit/s:", round(total / 1e6, 1))
+sys.exit(0 if total >= int(sys.argv[2]) else 1)
+PY
+}
+# sources NAME: the distinct sample sources dx reported (ss: pacing_gain), once it had one.
+sources() {
+	grep -o 'bbr:([^)]*pacing_gain:[0-9]*' "$out/ss.$1" | sed 's/.*pacing_gain://' |
+		grep -v '^0$' | sort -u | tr '\n' ' '
+}
+
+# iperf3 -C selects the control after connect(), when the SYN has gone without dx's
+# offer: the route selects dx at connect() (as a setsockopt(TCP_CONGESTION) before
+# connect() would; a namespace other than the initial one cannot default to a restricted
+# control).
+ip -n $NS_CLI route add $SRV_ADDR/32 via 10.10.1.2 congctl dx
+run stamps dx
+check "option negotiated: dx carries traffic (>= 10% of the link)" throughput stamps
+diag "option negotiated: $(throughput stamps 2>&1), samples $(delta stamps TCPDelayStampSample 2), bad $(delta stamps TCPDelayStampBad 2)/$(delta stamps TCPDelayStampBad 3) (cli/srv)"
+check "option negotiated: delay samples reach dx" test "$(delta stamps TCPDelayStampSample 2)" -gt 100
+check "option negotiated: no bad option on either side" \
+	test "$(delta stamps TCPDelayStampBad 2)" -eq 0 -a "$(delta stamps TCPDelayStampBad 3)" -eq 0
+check "option negotiated: ss shows software stamps (pacing_gain:2)" test "$(sources stamps)" = "2 "
+diag "dx ss sample: $(grep -o 'bbr:([^)]*)' "$out/ss.stamps" | tail -1)"
+
+ip netns exec $NS_SRV sysctl -qw net.ipv4.tcp_delay_stamps=0
+run refused dx
+ip netns exec $NS_SRV sysctl -qw net.ipv4.tcp_delay_stamps=1
+ip -n $NS_CLI route del $SRV_ADDR/32
+check "option refused: dx carries traffic (>= 10% of the link)" throughput refused
+diag "option refused: $(throughput refused 2>&1)"
+check "option refused: no sample, no bad option" \
+	test "$(delta refused TCPDelayStampSample 2)" -eq 0 -a "$(delta refused TCPDelayStampBad 2)" -eq 0 \
+	-a "$(delta refused TCPDelayStampBad 3)" -eq 0
+check "option refused: ss shows the RTT fallback (pacing_gain:3)" test "$(sources refused)" = "3 "
+
+run cubic cubic
+check "cubic: carries traffic" throughput cubic
+check "cubic: no option, no sample" test "$(delta cubic TCPDelayStampSample 2)" -eq 0 \
+	-a "$(delta cubic TCPDelayStampBad 3)" -eq 0
+check "ss -ti shows dx's queuing delay, minimum RTT and source" \
+	grep -q 'bbr:(bw:[0-9.]*[KMG]\?bps,mrtt:[0-9.]*,pacing_gain:2,cwnd_gain:[0-9.e+-]*)' "$out/ss.stamps"
+ktap_finish
