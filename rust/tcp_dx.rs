@@ -12,7 +12,9 @@
 //!   boundary); the queuing delay is the one-way delay less its base;
 //! - when the peer does not answer (or on a passive open, whose SYN-ACK only echoes what
 //!   the peer offered), the queuing delay is the kernel's RTT sample less its minimum, and
-//!   `ss -ti` says so (`pacing_gain:3`);
+//!   `ss -ti` says so (`pacing_gain:3`); so it is after `SILENT_ROUNDS` rounds in a row
+//!   without a delay sample on a connection that negotiated the option (a middlebox that
+//!   strips options from ACKs), until samples come again;
 //! - rounds are counted as DCTCP does: a round ends when the cumulative ACK passes what was
 //!   sent when it began, and then Eq. 1 sets the window;
 //! - slow start is Reno's, and ends at the first round whose average queuing delay reaches
@@ -20,8 +22,8 @@
 //!
 //! `ss -ti` shows the state in the BBR layout: `mrtt` is DX's minimum network RTT (ms),
 //! `cwnd_gain` the last round's average queuing delay in microseconds, `pacing_gain` the
-//! source of its samples (1 NIC stamps, 2 software stamps, 3 RTT fallback, 0 none yet) and
-//! `bw` the stack's pacing rate.
+//! source of its samples (2 software stamps, 3 RTT fallback, 0 none yet; 1 is kept for NIC
+//! stamps, which the stack does not deliver yet) and `bw` the stack's pacing rate.
 
 use kernel::net::tcp::cong::{
     AckSample, Algorithm, CaState, DelaySource, Event, Flags, Info, InfoSock, Sock,
@@ -91,7 +93,15 @@ struct State {
     round_end_seq: u32,
     /// The connection negotiated the delay-stamp option.
     stamps: bool,
+    /// The current round had a delay sample.
+    round_stamped: bool,
+    /// Rounds in a row without one (saturating).
+    silent_rounds: u8,
 }
+
+/// Rounds in a row without a delay sample after which a connection that negotiated the
+/// option uses the RTT instead.
+const SILENT_ROUNDS: u8 = 4;
 
 struct DxCc;
 
@@ -132,8 +142,9 @@ impl Algorithm for DxCc {
 
     fn pkts_acked(_sk: &mut Sock<'_>, st: &mut State, sample: &AckSample) {
         let p = params();
-        let sample = match (st.stamps, sample.delay, sample.rtt_us) {
-            (true, Some(d), _) => DelaySample {
+        let use_rtt = !st.stamps || st.silent_rounds >= SILENT_ROUNDS;
+        let sample = match (sample.delay, use_rtt, sample.rtt_us) {
+            (Some(d), _, _) if st.stamps => DelaySample {
                 // Device-boundary software stamps; the first samples of a connection may
                 // fall back to TCP's clock (DelaySource::Tcp), which is software too.
                 source: match d.source {
@@ -144,7 +155,7 @@ impl Algorithm for DxCc {
             },
             // Without the option, the RTT less its minimum; the kernel's samples of
             // retransmitted data are already left out (Karn).
-            (false, _, Some(rtt_us)) => {
+            (None, true, Some(rtt_us)) => {
                 let rtt_ns = rtt_us.saturating_mul(1000);
                 DelaySample {
                     source: StampSource::Rtt,
@@ -154,6 +165,9 @@ impl Algorithm for DxCc {
             }
             _ => return,
         };
+        if sample.source != StampSource::Rtt {
+            st.round_stamped = true;
+        }
         st.dx.on_sample(&sample, &p);
     }
 
@@ -163,6 +177,12 @@ impl Algorithm for DxCc {
             let cwnd = sk.cwnd();
             let next = st.dx.on_round_end(cwnd, &p);
             Self::start_round(sk, st);
+            st.silent_rounds = if st.round_stamped {
+                0
+            } else {
+                st.silent_rounds.saturating_add(1)
+            };
+            st.round_stamped = false;
             if sk.in_slow_start() {
                 if st.dx.exit_slow_start(&p) {
                     sk.set_cwnd(next);
@@ -312,6 +332,29 @@ mod tests {
         // Queuing delay from the RTT: (0 + 80 us) / 2 = 40 us, above the headroom.
         assert!(s.cwnd() < CWND);
         assert_eq!(gains(&mut s), (3 * 256, 40 * 256));
+        Ok(())
+    }
+
+    #[test]
+    fn negotiated_but_silent_falls_back_to_the_rtt() -> Result {
+        let mut s = socket(true)?;
+        let mut end = 100_000u32;
+        for round in 0..=SILENT_ROUNDS {
+            // RTT samples only: not used while the option may still deliver.
+            s.pkts_acked(1, 100, 0);
+            s.pkts_acked(1, 400, 0);
+            end += 100_000;
+            s.set_seq(end - 99_999, end, 0);
+            s.ack(end - 99_999, 1);
+            let want = if round < SILENT_ROUNDS { 0 } else { 3 * 256 };
+            assert_eq!(gains(&mut s).0, want);
+        }
+        // Delay samples again: back to them.
+        stamped(&mut s, 0);
+        end += 100_000;
+        s.set_seq(end - 99_999, end, 0);
+        s.ack(end - 99_999, 1);
+        assert_eq!(gains(&mut s).0, 2 * 256);
         Ok(())
     }
 

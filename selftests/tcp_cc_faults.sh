@@ -31,7 +31,7 @@ RATE_MBIT=100 DELAY_US=500 QUEUE_PKTS=500
 # another parameter are given at that parameter's default. A min of 0 has nothing below
 # it to try (the parameters are u32). Every parameter `modinfo -p` lists must be here.
 # Sources: README.md's table, Params::validate() in rust/core/src/timely.rs,
-# check() in rust/tcp_rust_dctcp.rs.
+# check() in rust/tcp_rust_dctcp.rs, DxParams::validate() in rust/core/src/dx.rs.
 PARAM_TABLE=(
 	"tcp_timely|t_low_us|1|9999999|"
 	"tcp_timely|t_high_us|51|10000000|min t_low_us+1, t_low_us at its default 50"
@@ -50,6 +50,11 @@ PARAM_TABLE=(
 	"tcp_timely|rtt_ref_us|0|10000000|"
 	"tcp_rust_dctcp|dctcp_shift_g|0|10|"
 	"tcp_rust_dctcp|dctcp_alpha_on_init|0|1024|"
+	"tcp_dx|headroom_ns|1|2000000000|"
+	"tcp_dx|min_cwnd_pkts|1|65535|"
+	"tcp_dx|max_decrease_ppm|1|1000000|"
+	"tcp_dx|base_rtt_slack_ns|0|20000|max headroom_ns, at its default 20000"
+	"tcp_dx|min_rtt_expiry_rounds|0|10000|"
 )
 
 # Faults at the bottleneck (item 3): name|netem arguments ("flap": no impairment, the

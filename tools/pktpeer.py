@@ -182,7 +182,7 @@ class Peer:
             self.delay_echo(t1 + (1 << 31), t2, hold),       # t1 the sender never sent
             self.delay_echo(t1, t2, 0x7FFFFFFF),             # hold longer than the RTT
             struct.pack("!BBH", DELAY_KIND, 4, DELAY_EXID),  # the SYN form after the SYN
-            self.delay_echo(t1, t2, hold) * 2,               # two echoes in one header
+            struct.pack("!BBHI", DELAY_KIND, 8, DELAY_EXID, t1) * 2,  # two in one header
         ]
         opt = cases[self.delay_echoes % len(cases)]
         return opt
