@@ -302,7 +302,7 @@ mod tests {
         // Average queuing delay 45 us; W* = W on the first round.
         let want = cc_core::dx::next_cwnd_pkts(CWND, CWND, 45_000, BASE_RTT_NS, &params());
         assert_eq!(s.cwnd(), want);
-        assert!(CWND / 2 <= want && want < CWND);
+        assert!((CWND / 2..CWND).contains(&want));
         // Software stamps; 45 us.
         assert_eq!(gains(&mut s), (2 * 256, 45 * 256));
         Ok(())
@@ -400,7 +400,7 @@ mod tests {
             s.set_seq(end.wrapping_sub(99_999), end, 0);
             s.ack(end.wrapping_sub(99_999), 1);
             let cwnd = s.cwnd();
-            assert!(params().min_cwnd_pkts <= cwnd && cwnd <= CWND + 6);
+            assert!((params().min_cwnd_pkts..=CWND + 6).contains(&cwnd));
         }
         Ok(())
     }

@@ -50,7 +50,9 @@ def run_job(job, timely_params, prov):
     if os.path.exists(out):
         os.remove(out)
     params = sc.get("timely_params", timely_params)
-    guest = (f"insmod rust/tcp_rust_reno.ko && insmod rust/tcp_timely.ko {params} || exit 1; "
+    dx_params = sc.get("dx_params", config("DX_PARAMS_1G"))
+    guest = (f"insmod rust/tcp_rust_reno.ko && insmod rust/tcp_timely.ko {params} && "
+             f"insmod rust/tcp_dx.ko {dx_params} || exit 1; "
              f"python3 tools/netbench.py --scenario {sc['file']} --algo {algo} --json {out}")
     cmd = [os.path.join(ROOT, "tools", "uml-run.sh"), "--timeout", "1500"]
     if clock == "simulated":

@@ -36,6 +36,8 @@ SRV = "10.10.2.2"
 BASE_PORT = 5201
 FCT_PORT = 6000
 ECN_ALGOS = {"dctcp"}
+# Controls that use the delay-stamp option (patches/0008).
+STAMP_ALGOS = {"dx"}
 SAMPLE_S = 0.01
 # Goodput capacity of the bottleneck: TCP payload per Ethernet frame (timestamps on).
 PAYLOAD_PER_FRAME = 1448 / 1514
@@ -118,6 +120,10 @@ def run_scenario(sc, algo, log=print):
     flows = expand_flows(sc)
     lib(f"setup_dumbbell {sc['rate_mbit']} {sc['delay_us']} {sc['queue_pkts']} "
         f"'{ecn_k}' {sc.get('mtu', 1500)}")
+    if algo in STAMP_ALGOS:
+        # iperf3 -C selects the control after connect(), when the SYN has gone: offer the
+        # delay-stamp option on every connect from the sender instead (dx runs only).
+        sh("ip netns exec cli sysctl -qw net.ipv4.tcp_delay_stamps=2")
     for i in range(1 if len(set(flows)) == 1 else len(flows)):
         sh(f"ip netns exec srv iperf3 -s -D -1 -p {BASE_PORT + i}")
     time.sleep(0.2)
