@@ -13,6 +13,14 @@ ko=$1; shift
 mod_params=("$@")
 source "$(dirname "$0")/lib.sh"
 RATE_MBIT=100 DELAY_US=500 QUEUE_PKTS=500 FLOWS=4 SECONDS_PER_RUN=4
+# Progress floor for the 4 flows together: a tenth of the link. The debug kernel forwards
+# about 5 Mbit/s whatever the link (1.9-3.6 Mbit/s measured for these 4 flows): 1 Mbit/s
+# there, and 10 s runs, so that ss (which costs most of a second there) samples enough.
+if debug_kernel; then
+	MIN_TOTAL_KBPS=1000 SECONDS_PER_RUN=10 together="debug kernel: >= 1 Mbit/s together"
+else
+	MIN_TOTAL_KBPS=$((RATE_MBIT * 100)) together=">= 10% of the link together"
+fi
 out=$(mktemp -d /run/selftest.XXXXXX)
 trap 'ns_cleanup; rm -rf "$out"' EXIT
 
@@ -61,7 +69,7 @@ for algo in timely timely_patched; do
 	# Progress, not performance (the bench measures that): every flow moves data and
 	# together they get at least a tenth of the link.
 	flows_progress() {
-		python3 - "$out/$algo.json" $((RATE_MBIT * 100000)) <<'PY'
+		python3 - "$out/$algo.json" $((MIN_TOTAL_KBPS * 1000)) <<'PY'
 import json, sys
 end = json.load(open(sys.argv[1]))["end"]
 per_flow = [s["receiver"]["bytes"] for s in end["streams"]]
@@ -70,19 +78,33 @@ print("per-flow MB:", [round(b / 1e6, 1) for b in per_flow], "total Mbit/s:", ro
 sys.exit(0 if min(per_flow) > 100_000 and total >= int(sys.argv[2]) else 1)
 PY
 	}
-	check "$algo: each of $FLOWS flows makes progress, >= 10% of the link together" flows_progress
+	check "$algo: each of $FLOWS flows makes progress, $together" flows_progress
 	diag "$algo: $(flows_progress 2>&1)"
-	paced() { # every sample: pacing_rate equals the controller's rate (bw)
+	# Every sample: pacing_rate equals the controller's rate (bw). ss reads both in one
+	# inet_diag message, but not at one instant: tcp_get_info() reads sk_pacing_rate before
+	# lock_sock_fast(), which waits while the sender owns the socket, and the owner's
+	# release_sock() then processes ACKs that move the rate before the module's get_info
+	# runs. On the debug kernel that wait is long and about 1 sample in 4 straddles an update
+	# (seen: pacing_rate one step behind, e.g. bw 18726848 pacing_rate 18626848, one 100 kbit/s
+	# increase): there at least half the samples must agree.
+	if debug_kernel; then
+		paced_name="debug kernel: in at least half the ss samples"; max_bad_pct=50
+	else
+		paced_name="ss pacing_rate == rate"; max_bad_pct=0
+	fi
+	paced() {
 		[ -s "$out/ss.$algo" ] || { echo "no ss samples; ss printed:"; head -c 1500 "$out/raw.$algo"; return 1; }
-		awk '{ bw = ""; pr = "";
+		awk -v max_bad_pct=$max_bad_pct '{ bw = ""; pr = "";
 		       for (i = 1; i <= NF; i++) {
 			       if ($i ~ /^bbr:\(bw:/) { bw = $i; sub(/^bbr:\(bw:/, "", bw); sub(/,.*/, "", bw) }
 			       if ($i == "pacing_rate") pr = $(i + 1)
 		       }
 		       n++; if (bw == "" || bw != pr) { bad++; print "sample " n ": bw " bw " pacing_rate " pr } }
-		     END { if (n == 0 || bad > 0) exit 1 }' "$out/ss.$algo"
+		     END { if (max_bad_pct) print bad + 0 " of " n + 0 " samples differ"
+			   if (n == 0 || bad * 100 > n * max_bad_pct) exit 1 }' "$out/ss.$algo"
 	}
-	check "$algo: every flow paced at the controller's rate (ss pacing_rate == rate)" paced
+	check "$algo: every flow paced at the controller's rate ($paced_name)" paced
+	debug_kernel && diag "$algo pacing: $(paced | tail -n 1)"
 	live() { # the rate took several values during the run
 		local n
 		n=$(grep -o 'bbr:(bw:[^,]*' "$out/ss.$algo" | sort -u | wc -l)
