@@ -9,12 +9,18 @@ holes with SACK, ACKs and SACK blocks beyond what was sent, malformed options). 
 kernel under test is a normal client in another namespace using the congestion control
 being tested. The script checks that every byte arrived, in order, exactly once.
 
-  pktpeer.py client --dst IP --port P --cc NAME --bytes N     (in the namespace under test)
+  pktpeer.py client --dst IP      (in the namespace under test; the peer starts it itself)
   pktpeer.py peer --iface DEV --ip IP --dut-ns NS --dut-ip IP --cc NAME --scenario S
+  pktpeer.py batch --iface DEV --ip IP --dut-ns NS --dut-ip IP --case CC:SCENARIO:PORT:OFFER...
 
-The peer prints one JSON line: scenario, bytes, digest match, what it saw (CWR, segments,
-retransmissions) and the client's report (tcp_info retransmits, ECN state). Exit 0 only
-if the transfer completed intact and the scenario's expectation held.
+`peer` runs one exchange and prints one JSON line: scenario, bytes, digest match, what it
+saw (CWR, segments, retransmissions) and the client's report (tcp_info retransmits, ECN
+state); exit 0 only if the transfer completed intact and the scenario's expectation held.
+`batch` runs many exchanges in one process (importing scapy takes about 5 s in UML, longer
+than an exchange), reads the namespace under test's TcpExt counters around each, and
+checks them too (OFFER: 1 if the control's SYN must offer the delay-stamp option). Per
+case it prints a line "RESULT<TAB>ok|not ok<TAB>CC SCENARIO<TAB>figures<TAB>why" and, when
+the case failed, a line "DETAIL<TAB>json".
 """
 
 import argparse
@@ -42,29 +48,88 @@ def pattern(n):
     return (block * (n // len(block) + 1))[:n]
 
 
-def client(args):
-    data = pattern(args.bytes)
+def transfer(dst, port, cc, nbytes, max_rate):
+    """One connection from the namespace under test: send the pattern, wait for the close."""
+    data = pattern(nbytes)
     s = socket.socket()
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, args.cc.encode())
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
     # A scripted peer in Python is slow: cap the sending rate (this also turns on TCP's
     # internal pacing) so that every controller's segments are answered as they arrive,
     # and a controller without slow start does not turn the peer's backlog into timeouts.
-    s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, args.max_rate)
+    s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, max_rate)
     s.settimeout(20)
-    s.connect((args.dst, args.port))
-    s.sendall(data)
-    s.shutdown(socket.SHUT_WR)
-    while s.recv(4096):
-        pass
-    info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
-    # struct tcp_info: eight u8 (state ... flags), then u32 rto, ato, snd_mss, rcv_mss,
-    # unacked, sacked, lost, retrans, fackets, four timestamps, pmtu, rcv_ssthresh, rtt,
-    # rttvar, snd_ssthresh, snd_cwnd, advmss, reordering, rcv_rtt, rcv_space, total_retrans.
-    u32 = struct.unpack_from("<24I", info, 8)
-    cc = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0").decode()
-    print(json.dumps({"cc": cc, "total_retrans": u32[23], "options": info[5],
-                      "sha256": hashlib.sha256(data).hexdigest()}))
-    s.close()
+    try:
+        s.connect((dst, port))
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        while s.recv(4096):
+            pass
+        info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+        # struct tcp_info: eight u8 (state ... flags), then u32 rto, ato, snd_mss, rcv_mss,
+        # unacked, sacked, lost, retrans, fackets, four timestamps, pmtu, rcv_ssthresh, rtt,
+        # rttvar, snd_ssthresh, snd_cwnd, advmss, reordering, rcv_rtt, rcv_space,
+        # total_retrans.
+        u32 = struct.unpack_from("<24I", info, 8)
+        cc_used = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16)
+        return {"cc": cc_used.rstrip(b"\0").decode(), "total_retrans": u32[23],
+                "options": info[5], "sha256": hashlib.sha256(data).hexdigest()}
+    finally:
+        s.close()
+
+
+def tcpext():
+    """The TcpExt counters of this process's network namespace, by name."""
+    with open("/proc/net/netstat") as f:
+        lines = [ln.split() for ln in f if ln.startswith("TcpExt:")]
+    return {k: int(v) for k, v in zip(lines[0][1:], lines[1][1:])}
+
+
+def client(args):
+    """Serve the peer from inside the namespace under test, one request per stdin line:
+    "run PORT CC BYTES" makes a transfer, and reports it with the TcpExt counters read
+    before and after it. Each answer is one JSON line. (One process for every exchange:
+    Python starts slowly in UML.)"""
+    for line in sys.stdin:
+        words = line.split()
+        try:
+            if len(words) == 4 and words[0] == "run":
+                before = tcpext()
+                reply = transfer(args.dst, int(words[1]), words[2], int(words[3]),
+                                 args.max_rate)
+                after = tcpext()
+                reply["tcpext"] = {k: after[k] - before.get(k, 0) for k in after}
+            else:
+                reply = {"error": f"unknown request {line.strip()!r}"}
+        except Exception as e:  # the peer reports it with the exchange
+            reply = {"error": repr(e)}
+        print(json.dumps(reply), flush=True)
+
+
+class DutClient:
+    """The client process in the namespace under test (pktpeer.py client)."""
+
+    def __init__(self, ns, dst):
+        self.proc = subprocess.Popen(
+            ["ip", "netns", "exec", ns, sys.executable, os.path.abspath(__file__), "client",
+             "--dst", dst], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def request(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def fileno(self):
+        return self.proc.stdout.fileno()
+
+    def reply(self, timeout):
+        """The answer to the last request, or None if none came within timeout s."""
+        r, _, _ = select.select([self.proc.stdout], [], [], max(0, timeout))
+        line = self.proc.stdout.readline() if r else ""
+        return json.loads(line) if line else None
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
 
 
 def checksum(data):
@@ -329,20 +394,21 @@ class Peer:
             self.ooo.setdefault(seq, payload)
         self.ack()
 
-    def run(self):
+    def run(self, dut):
+        """One exchange with the client dut; the result as a dict."""
         a = self.args
-        client_cmd = ["ip", "netns", "exec", a.dut_ns, sys.executable, os.path.abspath(__file__),
-                      "client", "--dst", a.ip, "--port", str(a.port), "--cc", a.cc,
-                      "--bytes", str(a.bytes)]
         from scapy.all import Ether
-        proc = subprocess.Popen(client_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        dut.request(f"run {a.port} {a.cc} {a.bytes}")
         deadline = time.time() + a.timeout
         fd = self.sock.fileno()
+        report = None
         while not self.done and time.time() < deadline:
-            r, _, _ = select.select([fd], [], [], 0.05)
+            r, _, _ = select.select([fd, dut], [], [], 0.05)
+            if dut in r:
+                # The client is done: it saw our FIN, or gave up.
+                report = dut.reply(0) or {"error": "client closed"}
+                break
             if not r:
-                if proc.poll() is not None and self.fin_seen:
-                    break
                 continue
             raw = self.sock.recv()
             if raw is None or not raw.haslayer(self.IP):
@@ -352,14 +418,9 @@ class Peer:
                 continue
             self.dut_mac = raw[Ether].src
             self.handle(ip, bytes(ip.payload))
-        try:
-            out, err = proc.communicate(timeout=max(1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-        report = {}
-        if out.strip():
-            report = json.loads(out.decode().strip().splitlines()[-1])
+        if report is None:
+            # Its socket times out after 20 s, so an answer is due.
+            report = dut.reply(deadline + 25 - time.time()) or {"error": "client silent"}
         want = pattern(a.bytes)
         result = {
             "scenario": a.scenario, "cc": a.cc, "bytes_expected": a.bytes,
@@ -369,9 +430,8 @@ class Peer:
             "retransmissions_seen": self.retransmissions, "client": report,
             "delay_offered": self.delay_offered, "delay_answered": self.delay_ok,
             "delay_data_opts": self.delay_data_opts, "delay_echoes": self.delay_echoes,
-            "client_status": proc.returncode, "client_err": err.decode()[-300:],
         }
-        ok = result["intact"] and proc.returncode == 0 and report.get("cc") == a.cc
+        ok = result["intact"] and "error" not in report and report.get("cc") == a.cc
         if a.scenario == "ecn_echo":
             ok = ok and self.ecn and self.saw_cwr > 0
         if a.scenario in ("sack_hole", "ack_beyond_snd_nxt", "sack_beyond_snd_nxt"):
@@ -383,8 +443,74 @@ class Peer:
             if self.delay_ok:
                 ok = ok and self.delay_echoes > 0
         result["ok"] = ok
-        print(json.dumps(result))
-        return 0 if ok else 1
+        self.sock.close()
+        return result
+
+
+def counter_expectations(scenario, delta, offered, want_offer):
+    """What the kernel's counters must show after a scenario; a list of failures."""
+    why = []
+    if scenario == "ack_beyond_snd_nxt" and \
+            delta["TCPChallengeACK"] + delta["TCPACKSkippedChallenge"] <= 0:
+        why.append("no challenge ACK counted")
+    if scenario == "sack_beyond_snd_nxt" and delta["TCPSACKDiscard"] <= 0:
+        why.append("no SACK block discarded")
+    if scenario.startswith("delay_"):
+        samples, bad = delta["TCPDelayStampSample"], delta["TCPDelayStampBad"]
+        if offered != want_offer:
+            why.append(f"SYN offered the delay-stamp option: {'yes' if offered else 'no'}")
+        if offered and scenario == "delay_stamps":
+            if samples <= 0 or bad != 0:
+                why.append(f"samples +{samples} bad +{bad}")
+        elif offered and scenario == "delay_bad":
+            if bad <= 0:
+                why.append("no bad option counted")
+        elif samples != 0 or bad != 0:
+            why.append(f"samples +{samples} bad +{bad} without the option")
+    return why
+
+
+COUNTERS = ("TCPSACKDiscard", "TCPChallengeACK", "TCPACKSkippedChallenge",
+            "TCPDelayStampSample", "TCPDelayStampBad")
+
+
+def batch(args):
+    failed = 0
+    dut = DutClient(args.dut_ns, args.ip)
+    for spec in args.case:
+        cc, scenario, port, want_offer = spec.split(":")
+        a = argparse.Namespace(**vars(args))
+        a.cc, a.scenario, a.port = cc, scenario, int(port)
+        t0 = time.monotonic()
+        try:
+            r = Peer(a).run(dut)
+        except Exception as e:  # one broken exchange must not hide the others' results
+            r = {"ok": False, "error": repr(e), "delay_offered": False}
+        if "client" not in r or r["client"].get("error") in ("client silent", "client closed"):
+            dut.close()  # a stuck or dead client: the next exchange gets a new one
+            dut = DutClient(args.dut_ns, args.ip)
+        took = time.monotonic() - t0
+        # The client's own count, read around its connection: nothing else runs there.
+        counted = r.get("client", {}).get("tcpext", {})
+        delta = {k: counted.get(k, 0) for k in COUNTERS}
+        why = [] if r["ok"] else [r.get("error", "transfer or scenario expectation failed")]
+        why += counter_expectations(scenario, delta, r["delay_offered"], want_offer == "1")
+        fig = " ".join(f"{k}={r.get(k)}" for k in (
+            "bytes_received", "intact", "segments", "retransmissions_seen", "cwr_seen", "ecn"))
+        fig += f" stamps={r.get('delay_answered')}/{r.get('delay_data_opts')}/" \
+               f"{r.get('delay_echoes')}"
+        fig += " challenge+%d sack_discard+%d delay_samples+%d delay_bad+%d" % (
+            delta["TCPChallengeACK"] + delta["TCPACKSkippedChallenge"],
+            delta["TCPSACKDiscard"], delta["TCPDelayStampSample"], delta["TCPDelayStampBad"])
+        fig += f" in {took:.2f} s"
+        print("RESULT\t%s\t%s %s\t%s\t%s" % ("not ok" if why else "ok", cc, scenario, fig,
+                                             "; ".join(why)), flush=True)
+        if why:
+            failed += 1
+            r["counters"] = delta
+            print("DETAIL\t" + json.dumps(r), flush=True)
+    dut.close()
+    return 1 if failed else 0
 
 
 def main():
@@ -392,26 +518,37 @@ def main():
     sub = ap.add_subparsers(dest="mode", required=True)
     c = sub.add_parser("client")
     c.add_argument("--dst", required=True)
-    c.add_argument("--port", type=int, required=True)
-    c.add_argument("--cc", required=True)
-    c.add_argument("--bytes", type=int, default=100000)
     c.add_argument("--max-rate", type=int, default=250000, help="bytes per second")
     p = sub.add_parser("peer")
-    p.add_argument("--iface", required=True)
-    p.add_argument("--ip", required=True)
-    p.add_argument("--dut-ns", required=True)
-    p.add_argument("--dut-ip", required=True)
+    b = sub.add_parser("batch")
+    for q in (p, b):
+        q.add_argument("--iface", required=True)
+        q.add_argument("--ip", required=True)
+        q.add_argument("--dut-ns", required=True)
+        q.add_argument("--dut-ip", required=True)
+        q.add_argument("--bytes", type=int, default=100000)
+        q.add_argument("--seed", type=int, default=1)
+        q.add_argument("--timeout", type=float, default=30)
     p.add_argument("--cc", required=True)
     p.add_argument("--scenario", choices=SCENARIOS, required=True)
     p.add_argument("--port", type=int, default=8080)
-    p.add_argument("--bytes", type=int, default=100000)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--timeout", type=float, default=30)
+    b.add_argument("--case", nargs="+", required=True,
+                   help="CC:SCENARIO:PORT:OFFER, OFFER 1 if the SYN must offer delay stamps")
     a = ap.parse_args()
     if a.mode == "client":
         client(a)
         return 0
-    return Peer(a).run()
+    if a.mode == "batch":
+        for spec in a.case:
+            if len(spec.split(":")) != 4 or spec.split(":")[1] not in SCENARIOS:
+                ap.error(f"--case {spec}: want CC:SCENARIO:PORT:OFFER with SCENARIO one of "
+                         + ", ".join(SCENARIOS))
+        return batch(a)
+    dut = DutClient(a.dut_ns, a.ip)
+    result = Peer(a).run(dut)
+    dut.close()
+    print(json.dumps(result))
+    return 0 if result["ok"] else 1
 
 
 if __name__ == "__main__":
