@@ -35,7 +35,7 @@ FCTFLOW = os.path.join(ROOT, "tools", "fctflow.py")
 SRV = "10.10.2.2"
 BASE_PORT = 5201
 FCT_PORT = 6000
-ECN_ALGOS = {"dctcp"}
+ECN_ALGOS = {"dctcp", "rust_dctcp"}
 # Controls that use the delay-stamp option (patches/0008).
 STAMP_ALGOS = {"dx"}
 SAMPLE_S = 0.01
