@@ -3,7 +3,9 @@
 # Packet-level tests: a scripted TCP peer (tools/pktpeer.py, scapy; packetdrill is not
 # packaged) talks to the guest kernel's TCP, whose sender uses each congestion control in
 # turn, and shapes the ACKs: plain, ECN echoes until CWR, a hole repaired through SACK,
-# an ACK beyond snd_nxt, SACK blocks beyond snd_nxt, and malformed or unknown options.
+# an ACK beyond snd_nxt, SACK blocks beyond snd_nxt, malformed or unknown options, the
+# delay-stamp option offered, refused and corrupted, and random options on every ACK
+# (options_fuzz: a seeded grammar over the kernel's option parser, the new option's too).
 # Each transfer must arrive intact; the kernel must answer the bogus ACK with a challenge
 # ACK and discard the bogus SACK blocks (its MIB counters say so), and stay clean in dmesg.
 # These are the paths the DX and RC3 patches will change; the tests fix today's behaviour.
@@ -14,7 +16,7 @@ source "$(dirname "$0")/lib.sh"
 PEER=$(cd "$(dirname "$0")/.." && pwd)/tools/pktpeer.py
 NS_DUT=pkt-dut NS_PEER=pkt-peer DUT_IP=10.10.9.1 PEER_IP=10.10.9.2
 SCENARIOS=(plain ecn_echo sack_hole ack_beyond_snd_nxt sack_beyond_snd_nxt bad_options
-	delay_stamps delay_refused delay_bad)
+	delay_stamps delay_refused delay_bad options_fuzz)
 # Controls that offer the delay-stamp option on their SYNs (TCP_CONG_DELAY_STAMPS).
 STAMP_CONTROLS=" dx "
 

@@ -36,7 +36,7 @@ import sys
 import time
 
 SCENARIOS = ("plain", "ecn_echo", "sack_hole", "ack_beyond_snd_nxt", "sack_beyond_snd_nxt",
-             "bad_options", "delay_stamps", "delay_refused", "delay_bad")
+             "bad_options", "delay_stamps", "delay_refused", "delay_bad", "options_fuzz")
 # The delay-stamp option (patches/0008): kind 253, RFC 6994 ExID.
 DELAY_KIND, DELAY_EXID = 253, 0xD1A7
 SO_MAX_PACING_RATE = 47
@@ -175,6 +175,8 @@ class Peer:
         self.delay_data_opts = 0     # data segments that carried t1
         self.delay_pending = None    # (t1, t2) of the newest in-order segment
         self.delay_echoes = 0        # echoes sent (bad ones in delay_bad)
+        self.fuzzed_acks = 0         # ACKs whose options were drawn at random (options_fuzz)
+        self.fuzz_rng = random.Random(args.seed * 1000003 + args.port)
 
     # -- output ----------------------------------------------------------------------
     def send(self, flags, options=b"", ece=False):
@@ -230,6 +232,69 @@ class Peer:
         self.bad_index += 1
         return (opt + b"\x00" * 3)[: (len(opt) + 3) // 4 * 4]
 
+    def fuzz_options(self, room):
+        """Random options for options_fuzz, at most `room` bytes: a grammar over what the
+        kernel's parser meets (SACK blocks with arbitrary edges, lengths of 0, 1 and past
+        the header, unknown and experimental kinds, the delay-stamp option in every length
+        with arbitrary stamps, EOL and NOP runs). It never writes a timestamp option (kind
+        8), nor a byte 8 where a short length could make the parser read one: a random
+        TSval that the receiver took would fail every later ACK's PAWS check, and the test
+        is about parsing, not about a connection the peer itself broke."""
+        r = self.fuzz_rng
+
+        def byte():
+            b = r.randrange(256)
+            return 9 if b == 8 else b
+
+        def u32():
+            return bytes(byte() for _ in range(4))
+
+        out = b""
+        while len(out) < room:
+            left = room - len(out)
+            pick = r.randrange(10)
+            if pick == 0:
+                opt = b"\x00" + bytes(byte() for _ in range(r.randrange(left)))  # EOL, then junk
+            elif pick == 1:
+                opt = b"\x01" * r.randrange(1, 5)
+            elif pick == 2:  # SACK: up to 4 blocks, edges near what was sent or anywhere
+                blocks = b""
+                base = self.highest_end or 0
+                for _ in range(r.randrange(5)):
+                    if r.randrange(2):
+                        lo = (base + r.randrange(-200000, 200000)) & 0xFFFFFFFF
+                        hi = (lo + r.randrange(-3000, 30000)) & 0xFFFFFFFF
+                        edges = struct.pack("!II", lo, hi)
+                    else:
+                        edges = u32() + u32()
+                    blocks += bytes(9 if b == 8 else b for b in edges)
+                length = 2 + len(blocks) if r.randrange(4) else r.randrange(256)
+                opt = bytes([5, 9 if length == 8 else length]) + blocks
+            elif pick in (3, 4):  # the delay-stamp option, any length, any stamps
+                body = struct.pack("!H", DELAY_EXID if r.randrange(4) else r.randrange(65536))
+                n = r.choice((0, 2, 4, 12, r.randrange(16)))
+                body += bytes(byte() for _ in range(n))
+                length = 2 + len(body) if r.randrange(4) else r.randrange(256)
+                opt = bytes([DELAY_KIND, 9 if length == 8 else length]) + body
+                opt = bytes(9 if b == 8 and i > 1 else b for i, b in enumerate(opt))
+            elif pick == 5 and self.delay_pending is not None and self.delay_ok:
+                # A well-formed echo whose stamps are off by arbitrary amounts.
+                t1, t2 = self.delay_pending
+                opt = self.delay_echo(t1 + r.choice((0, 1, -1, 1 << 31, r.randrange(1 << 32))),
+                                      t2 + r.randrange(1 << 32),
+                                      r.choice((0, 0x7FFFFFFF, 0xFFFFFFFF, r.randrange(1 << 32))))
+            elif pick == 6:  # a silly length: 0 or 1 (the parser must stop), or too long
+                opt = bytes([r.choice((2, 3, 5, 30, 34, 99, DELAY_KIND, 254)),
+                             r.choice((0, 1, left + 1, 255))])
+            else:  # any other kind, any length, any body
+                kind = r.choice((2, 3, 4, 6, 7, 9, 15, 19, 27, 28, 29, 30, 34, 76, 254, 255,
+                                 r.randrange(9, 256)))
+                body = bytes(byte() for _ in range(r.randrange(min(left, 12) + 1)))
+                length = 2 + len(body) if r.randrange(3) else r.randrange(256)
+                opt = bytes([kind, 9 if length == 8 else length]) + body
+            out += bytes(9 if b == 8 else b for b in opt)  # see above: never a byte 8
+        return out[:room]
+
     def delay_echo(self, t1, t2, hold):
         return struct.pack("!BBHIII", DELAY_KIND, 16, DELAY_EXID, t1 & 0xFFFFFFFF,
                            t2 & 0xFFFFFFFF, hold & 0xFFFFFFFF)
@@ -261,7 +326,7 @@ class Peer:
             # A block beyond anything sent: the receiver must discard it.
             blocks = [(self.highest_end + 20000, self.highest_end + 30000)] + blocks[:1]
         opts += self.sack_opt(blocks)
-        if self.delay_ok and self.delay_pending is not None:
+        if self.delay_ok and self.delay_pending is not None and a.scenario != "options_fuzz":
             echo = self.delay_opt()
             if len(opts) + len(echo) <= 40:  # else it waits, as the kernel's receiver does
                 opts += echo
@@ -269,6 +334,12 @@ class Peer:
                 self.delay_pending = None
         if a.scenario == "bad_options":
             opts += self.bad_option()
+        if a.scenario == "options_fuzz":
+            # The timestamp stays first and valid; the rest of the space is random.
+            ts = self.ts_opt() if self.peer_ts else b""
+            opts = ts + self.fuzz_options(40 - len(ts))
+            opts = opts[: len(opts) // 4 * 4]
+            self.fuzzed_acks += 1
         opts = opts[:40]
         self.send(0x10, opts, ece=self.ece_until_cwr)
 
@@ -292,7 +363,8 @@ class Peer:
             syn_opts = b"\x02\x04\x05\xb4" + b"\x01\x03\x03\x07" + b"\x04\x02" + \
                 (b"\x08\x0a" + struct.pack("!II", self.ts_val, self.peer_ts) if self.peer_ts else b"\x01\x01")
             self.delay_offered = 4 in delay
-            self.delay_ok = self.delay_offered and a.scenario in ("delay_stamps", "delay_bad")
+            self.delay_ok = self.delay_offered and a.scenario in ("delay_stamps", "delay_bad",
+                                                                  "options_fuzz")
             if self.delay_ok:
                 syn_opts += struct.pack("!BBH", DELAY_KIND, 4, DELAY_EXID)
             self.snd_nxt = self.iss
@@ -430,6 +502,7 @@ class Peer:
             "retransmissions_seen": self.retransmissions, "client": report,
             "delay_offered": self.delay_offered, "delay_answered": self.delay_ok,
             "delay_data_opts": self.delay_data_opts, "delay_echoes": self.delay_echoes,
+            "fuzzed_acks": self.fuzzed_acks,
         }
         ok = result["intact"] and "error" not in report and report.get("cc") == a.cc
         if a.scenario == "ecn_echo":
@@ -481,6 +554,8 @@ def batch(args):
         cc, scenario, port, want_offer = spec.split(":")
         a = argparse.Namespace(**vars(args))
         a.cc, a.scenario, a.port = cc, scenario, int(port)
+        if scenario == "options_fuzz":
+            a.bytes *= 4  # more ACKs to draw options for (about 280)
         t0 = time.monotonic()
         try:
             r = Peer(a).run(dut)
@@ -496,7 +571,8 @@ def batch(args):
         why = [] if r["ok"] else [r.get("error", "transfer or scenario expectation failed")]
         why += counter_expectations(scenario, delta, r["delay_offered"], want_offer == "1")
         fig = " ".join(f"{k}={r.get(k)}" for k in (
-            "bytes_received", "intact", "segments", "retransmissions_seen", "cwr_seen", "ecn"))
+            "bytes_received", "intact", "segments", "retransmissions_seen", "cwr_seen", "ecn",
+            "fuzzed_acks"))
         fig += f" stamps={r.get('delay_answered')}/{r.get('delay_data_opts')}/" \
                f"{r.get('delay_echoes')}"
         fig += " challenge+%d sack_discard+%d delay_samples+%d delay_bad+%d" % (
