@@ -190,7 +190,12 @@ impl Algorithm for DxCc {
                 }
             } else if next < cwnd || sk.is_cwnd_limited() {
                 // An application-limited flow gets no increase, as with Reno.
-                sk.set_cwnd(next.min(sk.cwnd_clamp()));
+                let next = next.min(sk.cwnd_clamp());
+                sk.set_cwnd(next);
+                // Eq. 1 owns the window after slow start: ssthresh follows it, or a cut
+                // below the threshold left by slow start would be slow-started straight
+                // back, pinning each flow at the window it had when slow start ended.
+                sk.set_ssthresh(next);
             }
             Self::publish(sk, st);
         }
@@ -305,6 +310,25 @@ mod tests {
         assert!((CWND / 2..CWND).contains(&want));
         // Software stamps; 45 us.
         assert_eq!(gains(&mut s), (2 * 256, 45 * 256));
+        Ok(())
+    }
+
+    #[test]
+    fn a_cut_below_the_slow_start_threshold_stays() -> Result {
+        // Congestion avoidance as slow start leaves it: ssthresh == cwnd.
+        let mut s = socket(true)?;
+        s.set_window(CWND, CWND, 10_000);
+        stamped(&mut s, 0);
+        stamped(&mut s, 400_000);
+        end_round(&mut s, 200_000);
+        let cut = s.cwnd();
+        assert!(cut < CWND);
+        assert_eq!(s.ssthresh(), cut);
+        // ACKs inside the next round, limited by the window, do not grow it back.
+        for seq in [120_000, 140_000, 160_000] {
+            s.ack(seq, 10);
+        }
+        assert_eq!(s.cwnd(), cut);
         Ok(())
     }
 
