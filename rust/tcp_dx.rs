@@ -30,6 +30,11 @@ use kernel::net::tcp::cong::{
 };
 use kernel::prelude::*;
 
+// Per-ACK CPU cost figures printed by the KUnit suite (shared with the other modules).
+#[cfg(CONFIG_KUNIT)]
+#[path = "kunit_cpu_cost.rs"]
+mod kunit_cpu_cost;
+
 // The pure control laws, shared with the host tests; not every item is used here.
 #[allow(unreachable_pub, dead_code)]
 #[path = "core/src/lib.rs"]
@@ -260,6 +265,17 @@ mod tests {
     /// Minimum network RTT of the tests' samples, and the clocks' offset.
     const BASE_RTT_NS: u32 = 100_000;
     const OFFSET_NS: u32 = 4_000_000_000;
+
+    /// The same ACK stream as the kernel's C controllers (no delay samples: the RTT
+    /// fallback); prints the costs. The window stays within its bounds.
+    #[test]
+    fn cpu_cost_beside_c_controllers() -> Result {
+        use crate::kunit_cpu_cost::{ns_per_ack, report, report_c_references};
+        let mut s = TestSocket::with_algorithm::<DxCc>()?;
+        report("rust_dx", "dx", ns_per_ack(&mut s, false));
+        assert!(s.cwnd() >= params().min_cwnd_pkts && s.cwnd() <= 10_000);
+        report_c_references("rust_dx")
+    }
 
     /// A socket in congestion avoidance at `CWND`, limited by it, with a round that ends
     /// when sequence 100_000 is ACKed.

@@ -28,6 +28,11 @@ use kernel::net::tcp::cong::{
 };
 use kernel::prelude::*;
 
+// Per-ACK CPU cost figures printed by the KUnit suite (shared with the other modules).
+#[cfg(CONFIG_KUNIT)]
+#[path = "kunit_cpu_cost.rs"]
+mod kunit_cpu_cost;
+
 // The pure control laws, shared with the host tests; not every item is used here.
 #[allow(unreachable_pub, dead_code)]
 #[path = "core/src/lib.rs"]
@@ -267,6 +272,20 @@ mod tests {
     const ECE: u32 = bindings::tcp_ca_ack_event_flags_CA_ACK_ECE;
     const ACK_NOW: u8 = bindings::inet_csk_ack_state_t_ICSK_ACK_NOW as u8;
     const DEMAND_CWR: u8 = bindings::TCP_ECN_DEMAND_CWR as u8;
+
+    /// Same ACK stream with CE marks, same window as C dctcp; prints both costs.
+    #[test]
+    fn cpu_cost_beside_c_dctcp() -> Result {
+        use crate::kunit_cpu_cost::{ns_per_ack, report, report_c_references};
+        let mut rust = TestSocket::with_algorithm_ecn::<RustDctcp>()?;
+        let mut c = TestSocket::with_builtin_c(c"dctcp", true)?;
+        let ns = ns_per_ack(&mut rust, true);
+        ns_per_ack(&mut c, true);
+        assert_eq!(rust.cwnd(), c.cwnd());
+        assert_eq!(rust.ssthresh(), c.ssthresh());
+        report("rust_dctcp", "rust_dctcp", ns);
+        report_c_references("rust_dctcp")
+    }
 
     /// What happens to the connection between two observations.
     #[derive(Clone, Copy, Debug)]

@@ -8,6 +8,11 @@
 use kernel::net::tcp::cong::{self, Algorithm, Flags, Sock};
 use kernel::prelude::*;
 
+// Per-ACK CPU cost figures printed by the KUnit suite (shared with the other modules).
+#[cfg(CONFIG_KUNIT)]
+#[path = "kunit_cpu_cost.rs"]
+mod kunit_cpu_cost;
+
 // The pure control law, shared with the host tests; not every item of it is used here.
 #[allow(unreachable_pub, dead_code)]
 #[path = "core/src/reno.rs"]
@@ -57,6 +62,20 @@ impl Algorithm for RustReno {
 mod tests {
     use super::*;
     use kernel::net::tcp::cong::testing::TestSocket;
+
+    /// Same ACK stream, same window as C reno; prints both costs and cubic's and dctcp's.
+    #[test]
+    fn cpu_cost_beside_c_reno() -> Result {
+        use crate::kunit_cpu_cost::{ns_per_ack, report, report_c_references};
+        let mut rust = TestSocket::with_algorithm::<RustReno>()?;
+        let mut c = TestSocket::with_c_reno()?;
+        let ns = ns_per_ack(&mut rust, false);
+        ns_per_ack(&mut c, false);
+        assert_eq!(rust.cwnd(), c.cwnd());
+        assert_eq!(rust.ssthresh(), c.ssthresh());
+        report("rust_reno", "rust_reno", ns);
+        report_c_references("rust_reno")
+    }
 
     /// What happens to a connection between two window observations.
     #[derive(Clone, Copy)]

@@ -30,6 +30,11 @@
 
 use kernel::net::tcp::cong::{AckFlags, Algorithm, CaState, Info, InfoSock, RateSample, Sock};
 use kernel::prelude::*;
+
+// Per-ACK CPU cost figures printed by the KUnit suite (shared with the other modules).
+#[cfg(CONFIG_KUNIT)]
+#[path = "kunit_cpu_cost.rs"]
+mod kunit_cpu_cost;
 use kernel::sync::atomic::{Atomic, Relaxed};
 
 // The pure control laws, shared with the host tests; not every item is used here.
@@ -294,6 +299,26 @@ mod tests {
     const MSS: u32 = 1448;
     /// ACKs of one 16 KB segment: 12 packets.
     const SEG_PKTS: u32 = 12;
+
+    /// Both variants on the same ACK stream as the kernel's C controllers; prints the
+    /// costs. The rate stays within its bounds.
+    #[test]
+    fn cpu_cost_beside_c_controllers() -> Result {
+        use crate::kunit_cpu_cost::{ns_per_ack, report, report_c_references};
+        let mut original = TestSocket::with_algorithm::<TimelyCc<false>>()?;
+        let mut patched = TestSocket::with_algorithm::<TimelyCc<true>>()?;
+        report("rust_timely", "timely", ns_per_ack(&mut original, false));
+        report(
+            "rust_timely",
+            "timely_patched",
+            ns_per_ack(&mut patched, false),
+        );
+        for s in [&mut original, &mut patched] {
+            let rate = s.sock().pacing_rate_bytes_per_sec();
+            assert!(rate > 0 && rate <= params().max_rate_bps() / 8);
+        }
+        report_c_references("rust_timely")
+    }
 
     /// One segment's ACKs, `gap_us` apart, all with RTT sample `rtt_us`.
     fn segment(s: &mut TestSocket, now_us: &mut u64, rtt_us: i64, delayed: bool) {

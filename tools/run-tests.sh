@@ -93,6 +93,9 @@ tools/uml-run.sh --timeout $((300 * TIMEOUT_SCALE)) --kunit 'rust_*' -- bash "$w
 echo "  # KUnit guest: $((SECONDS - t0)) s"
 debug_checks kunit "$work/kunit.console"
 sed -E 's/^\[[ 0-9.]+\] //' "$work/kunit.dmesg" 2>/dev/null > "$work/kunit.ktap"
+# Per-ACK CPU cost of each controller beside the kernel's C ones, as the suites measured it
+# (rust/kunit_cpu_cost.rs): figures, not results.
+grep -ho 'cpu_cost: .*' "$work/kunit.ktap" 2>/dev/null | sed 's/^/  # /'
 expected=("${BUILTIN_KUNIT_SUITES[@]}")
 for m in "${MODULES[@]}"; do expected+=($(field "$m" 3)); done
 for suite in "${expected[@]}"; do
