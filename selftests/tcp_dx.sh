@@ -65,9 +65,11 @@ delta() {
 	echo $(( $(awk -v c="$2" -v f="$3" '$1 == c { print $f }' "$out/ctr1.$1") -
 		 $(awk -v c="$2" -v f="$3" '$1 == c { print $f }' "$out/ctr0.$1") ))
 }
-# throughput NAME: Mbit/s received; fails below a tenth of the link (on the debug kernel,
-# which forwards about 5 Mbit/s through this dumbbell, below 500 kbit/s).
-if debug_kernel; then MIN_BPS=500000; else MIN_BPS=$((RATE_MBIT * 100000)); fi
+# throughput NAME: Mbit/s received; fails below 1 Mbit/s, far above a stall (on the debug
+# kernel, which forwards about 5 Mbit/s through this dumbbell, below 500 kbit/s). DX reads
+# the guest's late timers as queueing, more so when the host is busy (25-60 Mbit/s
+# measured); the bench measures its performance on simulated time.
+if debug_kernel; then MIN_BPS=500000; else MIN_BPS=1000000; fi
 throughput() {
 	python3 - "$out/$1.json" $MIN_BPS <<'PY'
 import json, sys
