@@ -86,6 +86,9 @@ bench: setup modules
 check:
 	cd rust/core && cargo fmt --check && cargo clippy -q --all-targets -- -D warnings
 	rustfmt --check --edition 2021 --config-path $(KDIR)/.rustfmt.toml rust/*.rs
+	@# In the kernel a panic ends the machine; #[kunit_tests] maps only assert! and assert_eq!.
+	@if grep -nE '\bassert_ne!|\.unwrap\(\)|\.expect\(' rust/*.rs; then \
+		echo "error: panics above: use assert!(a != b) in KUnit tests, return errors"; exit 1; fi
 	@$(KDIR_SWITCH)
 	touch rust/*.rs && $(KMAKE) M=$(CURDIR) RUSTFLAGS_MODULE="$(MODULE_RUSTFLAGS)" CLIPPY=1 modules
 	cd /tmp && $(KDIR)/scripts/checkpatch.pl --no-tree --quiet --ignore FILE_PATH_CHANGES \
