@@ -85,7 +85,8 @@ fn policy() -> Result<Policy> {
         n = n.saturating_mul(m::level_factor.value());
     }
     let bounds = Bounds::new(reading, &list[..levels as usize]).map_err(|e| {
-        pr_err!("invalid levels: {e}\n");
+        // The core formats with core::fmt; Arguments bridges to the kernel's Display.
+        pr_err!("invalid levels: {}\n", format_args!("{e}"));
         EINVAL
     })?;
     Policy::new(bounds.upper_pkts(), &dscp.values()[..levels as usize])
