@@ -262,10 +262,42 @@ def dx_seeds():
             "calibration-batches": cal, "invalid-params": invalid}
 
 
+def rc3_seeds():
+    CUMULATIVE, ADDITIVE = 0, 1
+
+    def levels(reading, values):
+        # Each value as an Input::u32 (branch 0 of the target's choice).
+        return u8(reading) + u8(len(values)) + b"".join(u8(0) + u32(v) for v in values)
+
+    def dscp(values):
+        return b"".join(u8(v) for v in values)
+
+    def append(n, length):
+        return (u8(0) + u32(length)) * n
+
+    def primary(k):
+        return u8(2) + u8(k)
+
+    walk = u8(3)
+    # The thesis's example (66 packets of 1460 bytes, the primary sends 4), both readings.
+    thesis = levels(CUMULATIVE, [40, 400, 4000]) + dscp([1, 1, 1]) + u32(1460) + u32(1000)
+    thesis += append(66, 1460) + primary(4) + walk + walk
+    additive = levels(ADDITIVE, [40, 400, 4000]) + dscp([3, 7, 11]) + u32(1460) + u32(2**32 - 50_000)
+    additive += append(100, 1460) + walk + append(600, 1460) + primary(7) + walk
+    # TSO skbs of 64 KB over the level bounds, appended between walks.
+    tso = levels(CUMULATIVE, [10, 100, 1000, 10000]) + dscp([3, 7, 11, 15]) + u32(1448) + u32(0)
+    for _ in range(4):
+        tso += append(20, 65160) + walk + primary(3)
+    invalid = levels(CUMULATIVE, [400, 40]) + dscp([63, 64, 1]) + u32(1) + u32(0) + append(3, 1) + walk
+    return {"thesis-example": thesis, "additive-wrap": additive, "tso-bursts": tso,
+            "invalid-list": invalid}
+
+
 def main():
     for target, seeds in [("timely", timely_seeds()), ("timely_params", params_seeds()),
                           ("reno", reno_seeds()), ("dctcp", dctcp_seeds()),
-                          ("fixed", fixed_seeds()), ("dx", dx_seeds())]:
+                          ("fixed", fixed_seeds()), ("dx", dx_seeds()),
+                          ("rc3", rc3_seeds())]:
         d = os.path.join(HERE, "corpus", target)
         os.makedirs(d, exist_ok=True)
         for name, data in seeds.items():

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RC3's policy: the levels of TCP's low-priority loop and their DSCPs (Mittal et al.,
+//! "Recursively Cautious Congestion Control", NSDI'14; thesis chapter 2).
+//!
+//! Loading the module installs the policy for every socket that has RC3 on (`TCP_RC3`, or
+//! `net.ipv4.tcp_rc3`), under whatever congestion control; unloading it stops the loop.
+//! Levels grow geometrically, as the thesis's "40 packets, then 400, then 4000": `levels`
+//! numbers `first_level_pkts * level_factor^i`, read as cumulative bounds or as level sizes
+//! (`reading`, the thesis's two readings, see `core/src/rc3.rs`).
+
+use kernel::net::tcp::rc3::{Policy, Registration};
+use kernel::prelude::*;
+
+// The pure level logic, shared with the host tests; not every item of it is used here.
+#[allow(unreachable_pub, dead_code)]
+#[path = "core/src/rc3.rs"]
+mod rc3;
+
+use rc3::{Bounds, DscpMap, Reading, MAX_LEVELS};
+
+module! {
+    type: Rc3Policy,
+    name: "tcp_rc3",
+    authors: ["rfl-tcp-cc developers"],
+    description: "RC3 policy: levels and DSCPs of TCP's low-priority loop",
+    license: "GPL",
+    params: {
+        levels: u32 {
+            default: 3,
+            description: "number of low-priority levels (1..=15)",
+            permissions: 0o444,
+        },
+        first_level_pkts: u32 {
+            default: 40,
+            description: "the first level's number (packets)",
+            permissions: 0o444,
+        },
+        level_factor: u32 {
+            default: 10,
+            description: "each next level's number is this many times the previous",
+            permissions: 0o444,
+        },
+        reading: u32 {
+            default: 0,
+            description: "0: the numbers are cumulative bounds (thesis code), 1: level sizes (thesis text)",
+            permissions: 0o444,
+        },
+        dscp_map: u32 {
+            default: 0,
+            description: "0: every level Lower-Effort (DSCP 1), 1: level n at DSCP 4n-1",
+            permissions: 0o444,
+        },
+    },
+}
+
+struct Rc3Policy {
+    _registration: Registration,
+}
+
+/// The policy the parameters describe, or why not.
+fn policy() -> Result<Policy> {
+    use crate::module_parameters as m;
+    let levels = m::levels.value();
+    if !(1..=MAX_LEVELS as u32).contains(&levels) {
+        pr_err!("invalid parameter levels={levels}: allowed range 1..={MAX_LEVELS}\n");
+        return Err(ERANGE);
+    }
+    let Some(reading) = Reading::from_u32(m::reading.value()) else {
+        pr_err!("invalid parameter reading={}: 0 or 1\n", m::reading.value());
+        return Err(ERANGE);
+    };
+    let dscp = match m::dscp_map.value() {
+        0 => DscpMap::LOWER_EFFORT,
+        1 => DscpMap::LOCAL_LEVELS,
+        v => {
+            pr_err!("invalid parameter dscp_map={v}: 0 or 1\n");
+            return Err(ERANGE);
+        }
+    };
+    let mut list = [0u32; MAX_LEVELS];
+    let mut n = m::first_level_pkts.value();
+    for x in list.iter_mut().take(levels as usize) {
+        *x = n;
+        n = n.saturating_mul(m::level_factor.value());
+    }
+    let bounds = Bounds::new(reading, &list[..levels as usize]).map_err(|e| {
+        // The core formats with core::fmt; Arguments bridges to the kernel's Display.
+        pr_err!("invalid levels: {}\n", format_args!("{e}"));
+        EINVAL
+    })?;
+    Policy::new(bounds.upper_pkts(), &dscp.values()[..levels as usize])
+}
+
+impl kernel::Module for Rc3Policy {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let policy = policy()?;
+        pr_info!("{} levels\n", policy.levels());
+        Ok(Rc3Policy {
+            _registration: Registration::new(&policy)?,
+        })
+    }
+}

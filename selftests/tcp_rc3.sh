@@ -1,0 +1,163 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# RC3's low-priority loop (patches 0011-0014, rust/tcp_rc3.ko), in the UML guest:
+# - the policy module refuses invalid parameters, naming them;
+# - TCP_RC3 reads back what was set, refuses other values than 0 and 1;
+# - with net.ipv4.tcp_rc3=1 in the sender's namespace and the policy loaded (levels up to
+#   20, 80 and 320 packets from the tail, DSCP 3, 7, 11), a 300 KB transfer leaves the
+#   sender's prio qdisc (one band per DSCP, u32 filters on the DS field) with packets at
+#   every level, each level's count within what the TSO rule allows (an skb goes at the
+#   level of its first byte, so a level never holds more than its bound), as many as
+#   TcpExt TCPRC3Sent counts; ACK bumps are counted; the data arrives intact (SHA-256),
+#   also through 1% loss with reordering;
+# - with the sysctl off, or the policy unloaded, nothing is sent at low priority.
+#
+#   tcp_rc3.sh RC3.ko
+set -u
+ko=$1
+source "$(dirname "$0")/lib.sh"
+out=$(mktemp -d /run/selftest.XXXXXX)
+trap 'ns_cleanup; rm -rf "$out"' EXIT
+BYTES=300000
+
+ktap_plan 15
+dmesg -C
+
+rejects() {
+	local what=$1; shift
+	if insmod "$ko" "$@" 2>/dev/null; then rmmod tcp_rc3; echo "loaded with $*"; return 1; fi
+	dmesg | grep -q "$what" || { echo "no message naming $what"; dmesg | tail -3; return 1; }
+}
+check "rejects levels=16" rejects "invalid parameter levels=16" levels=16
+check "rejects a cumulative list that does not grow" rejects "invalid levels: level 2 ends at 40" level_factor=1
+check "rejects dscp_map=2" rejects "invalid parameter dscp_map=2" dscp_map=2
+
+setup_dumbbell 100 500 1000 || diag "dumbbell setup failed"
+for ns in $NS_CLI $NS_SRV; do
+	ip netns exec $ns sysctl -qw net.ipv4.tcp_wmem="4096 4194304 8388608" net.ipv4.tcp_rmem="4096 4194304 8388608"
+done
+# The whole transfer fits in the receiver's first window (the loop sends nothing beyond it).
+ip -n $NS_SRV route replace 10.10.1.0/24 via 10.10.2.1 initrwnd 1000
+# Sender: strict priority, band n for DSCP 0, 3, 7, 11 (DS field 0x00, 0x0c, 0x1c, 0x2c).
+tc -n $NS_CLI qdisc add dev c0 root handle 1: prio bands 4 priomap 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+band=1
+for ds in 0x00 0x0c 0x1c 0x2c; do
+	tc -n $NS_CLI filter add dev c0 parent 1: prio $band protocol ip u32 match ip dsfield $ds 0xfc flowid 1:$band
+	band=$((band + 1))
+done
+
+counter() {
+	ip netns exec "$1" awk -v name="$2" '$1 == "TcpExt:" { if (!n) { for (i = 2; i <= NF; i++) col[$i] = i; n = 1 } else v = $col[name] }
+		END { print v + 0 }' /proc/net/netstat
+}
+# Packets per band of the sender's prio qdisc, "b1 b2 b3 b4".
+bands() {
+	tc -n $NS_CLI -s class show dev c0 | awk '/^class prio/ { c = $3 } / Sent / { n[c] = $4 }
+		END { print n["1:1"] + 0, n["1:2"] + 0, n["1:3"] + 0, n["1:4"] + 0 }'
+}
+
+cat > "$out/peer.py" <<'PY'
+import hashlib, socket, sys, time
+TCP_RC3 = 47
+mode = sys.argv[1]
+if mode == "sockopt":
+    s = socket.socket()
+    assert s.getsockopt(socket.IPPROTO_TCP, TCP_RC3) == int(sys.argv[2]), "default"
+    s.setsockopt(socket.IPPROTO_TCP, TCP_RC3, 1)
+    assert s.getsockopt(socket.IPPROTO_TCP, TCP_RC3) == 1
+    s.setsockopt(socket.IPPROTO_TCP, TCP_RC3, 0)
+    assert s.getsockopt(socket.IPPROTO_TCP, TCP_RC3) == 0
+    for bad in (2, -1):
+        try:
+            s.setsockopt(socket.IPPROTO_TCP, TCP_RC3, bad)
+            raise SystemExit(f"TCP_RC3={bad} accepted")
+        except OSError as e:
+            assert e.errno == 22, e
+elif mode == "serve":
+    l = socket.socket()
+    l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind(("0.0.0.0", 5300)); l.listen(4)
+    print("ready", flush=True)
+    while True:
+        c, _ = l.accept()
+        h = hashlib.sha256()
+        while True:
+            b = c.recv(65536)
+            if not b:
+                break
+            h.update(b)
+        open(sys.argv[2], "a").write(h.hexdigest() + "\n")
+        c.close()
+else:
+    data = bytes((i * 7 + i // 251) & 0xFF for i in range(int(sys.argv[2])))
+    s = socket.create_connection((sys.argv[3], 5300), timeout=20)
+    # One byte first: the SYN-ACK's window is not scaled (at most 64 KB), and the loop
+    # sends nothing beyond the window; the ACK of this byte opens it to initrwnd.
+    s.sendall(data[:1])
+    time.sleep(0.1)
+    s.sendall(data[1:])
+    s.shutdown(socket.SHUT_WR)
+    s.recv(1)
+    s.close()
+    print(hashlib.sha256(data).hexdigest())
+PY
+check "TCP_RC3 set, read back, invalid values refused" ip netns exec $NS_CLI python3 "$out/peer.py" sockopt 0
+
+ip netns exec $NS_SRV python3 "$out/peer.py" serve "$out/received" > "$out/serve.log" 2>&1 &
+for _ in $(seq 50); do grep -q ready "$out/serve.log" 2>/dev/null && break; sleep 0.1; done
+
+# transfer NAME: one transfer; its hash compared with the receiver's; counters and bands
+# before and after in $out/NAME.{ctr0,ctr1,bands0,bands1}.
+transfer() {
+	local name=$1 sent got
+	echo "$(counter $NS_CLI TCPRC3Sent) $(counter $NS_CLI TCPRC3AckBump)" > "$out/$name.ctr0"
+	bands > "$out/$name.bands0"
+	: > "$out/received"
+	diag "$name: bands before $(cat "$out/$name.bands0")"
+	sent=$(ip netns exec $NS_CLI timeout 60 python3 "$out/peer.py" send $BYTES $SRV_ADDR) || { echo "transfer failed"; return 1; }
+	for _ in $(seq 50); do [ -s "$out/received" ] && break; sleep 0.1; done
+	got=$(cat "$out/received")
+	echo "$(counter $NS_CLI TCPRC3Sent) $(counter $NS_CLI TCPRC3AckBump)" > "$out/$name.ctr1"
+	bands > "$out/$name.bands1"; diag "$name: bands after $(cat "$out/$name.bands1"), TCPRC3Sent/AckBump $(cat "$out/$name.ctr1")"
+	[ "$sent" = "$got" ] || { echo "sent $sent, received ${got:-nothing}"; return 1; }
+}
+# delta NAME FIELD FILE: FILE1's FIELD less FILE0's.
+delta() {
+	local a b
+	a=$(awk -v f="$2" '{ print $f }' "$out/$1.${3}1") b=$(awk -v f="$2" '{ print $f }' "$out/$1.${3}0")
+	echo $((a - b))
+}
+
+check "no policy: transfer intact" transfer nopolicy
+check "no policy: nothing sent at low priority" test "$(delta nopolicy 1 ctr)" -eq 0
+
+insmod "$ko" levels=3 first_level_pkts=20 level_factor=4 dscp_map=1 || diag "insmod failed"
+check "sysctl off: transfer intact" transfer off
+check "sysctl off: nothing sent at low priority" test "$(delta off 1 ctr)" -eq 0
+
+ip netns exec $NS_CLI sysctl -qw net.ipv4.tcp_rc3=1
+check "TCP_RC3 follows net.ipv4.tcp_rc3" ip netns exec $NS_CLI python3 "$out/peer.py" sockopt 1
+check "rc3: transfer intact" transfer on
+# TCP's write queue holds skbs of up to 64 KB (45 packets), which go out whole at the level
+# of their first byte (the TSO rule): levels 1 and 1-2 hold at most 20 and 80 packets, and
+# every level gets some (the tail skb is under 45 packets, the next one starts before 80).
+levels_ok() {
+	local b1 b2 b3 sent
+	b1=$(delta on 2 bands) b2=$(delta on 3 bands) b3=$(delta on 4 bands) sent=$(delta on 1 ctr)
+	echo "per band: DSCP3 $b1, DSCP7 $b2, DSCP11 $b3; TCPRC3Sent $sent; DSCP0 $(delta on 1 bands)"
+	[ "$b1" -ge 1 ] && [ "$b2" -ge 1 ] && [ "$b3" -ge 1 ] && [ "$b1" -le 20 ] &&
+		[ $((b1 + b2)) -le 80 ] && [ $((b1 + b2 + b3)) -eq "$sent" ]
+}
+check "rc3: DSCP per level as the policy says" levels_ok
+check "rc3: ACK bumps counted" test "$(delta on 2 ctr)" -gt 0
+diag "rc3: $(levels_ok | head -1), $(delta on 2 ctr) packets taken by ACK bumps"
+
+# Forward path: 1% loss and reordering at the bottleneck.
+tc -n $NS_RTR qdisc replace dev r1 parent 1:1 handle 10: netem delay 200us reorder 25% 50% loss 1% limit 1000
+check "rc3: transfer intact through 1% loss and reordering" transfer lossy
+tc -n $NS_RTR qdisc replace dev r1 parent 1:1 handle 10: pfifo limit 1000
+
+rmmod tcp_rc3
+check "policy unloaded: transfer intact" transfer unloaded
+check "policy unloaded: nothing sent at low priority" test "$(delta unloaded 1 ctr)" -eq 0
+ktap_finish
