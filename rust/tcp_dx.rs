@@ -7,7 +7,7 @@
 //! drift rule, what the paper leaves open) is in `core/src/dx.rs`, shared with the host
 //! tests; this file connects it to TCP:
 //! - the ops carry `TCP_CONG_DELAY_STAMPS`: an active open offers the delay-stamp TCP
-//!   option (patches/0008), and when the peer answers, every ACK that echoes a data
+//!   option (patches/0009), and when the peer answers, every ACK that echoes a data
 //!   segment brings its one-way delay and network RTT (software stamps at the device
 //!   boundary); the queuing delay is the one-way delay less its base;
 //! - when the peer does not answer (or on a passive open, whose SYN-ACK only echoes what

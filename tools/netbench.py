@@ -36,7 +36,7 @@ SRV = "10.10.2.2"
 BASE_PORT = 5201
 FCT_PORT = 6000
 ECN_ALGOS = {"dctcp", "rust_dctcp"}
-# Controls that use the delay-stamp option (patches/0008).
+# Controls that use the delay-stamp option (patches/0009).
 STAMP_ALGOS = {"dx"}
 SAMPLE_S = 0.01
 # Goodput capacity of the bottleneck: TCP payload per Ethernet frame (timestamps on).

@@ -37,7 +37,7 @@ import time
 
 SCENARIOS = ("plain", "ecn_echo", "sack_hole", "ack_beyond_snd_nxt", "sack_beyond_snd_nxt",
              "bad_options", "delay_stamps", "delay_refused", "delay_bad", "options_fuzz")
-# The delay-stamp option (patches/0008): kind 253, RFC 6994 ExID.
+# The delay-stamp option (patches/0009): kind 253, RFC 6994 ExID.
 DELAY_KIND, DELAY_EXID = 253, 0xD1A7
 SO_MAX_PACING_RATE = 47
 
