@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # RC3's low-priority loop (patches 0011-0014, rust/tcp_rc3.ko), in the UML guest:
 # - the policy module refuses invalid parameters, naming them;
-# - TCP_RC3 reads back what was set, refuses other values than 0 and 1;
+# - TCP_RC3 reads back what was set, refuses other values than 0 and 1, and needs
+#   CAP_NET_ADMIN to turn on;
 # - with net.ipv4.tcp_rc3=1 in the sender's namespace and the policy loaded (levels up to
 #   20, 80 and 320 packets from the tail, DSCP 3, 7, 11), a 300 KB transfer leaves the
 #   sender's prio qdisc (one band per DSCP, u32 filters on the DS field) with packets at
@@ -20,7 +21,7 @@ out=$(mktemp -d /run/selftest.XXXXXX)
 trap 'ns_cleanup; rm -rf "$out"' EXIT
 BYTES=300000
 
-ktap_plan 15
+ktap_plan 16
 dmesg -C
 
 rejects() {
@@ -102,6 +103,19 @@ else:
     print(hashlib.sha256(data).hexdigest())
 PY
 check "TCP_RC3 set, read back, invalid values refused" ip netns exec $NS_CLI python3 "$out/peer.py" sockopt 0
+# The loop sends outside congestion control: turning it on needs CAP_NET_ADMIN.
+unprivileged_rc3() {
+	setpriv --reuid=65534 --regid=65534 --clear-groups python3 -c '
+import errno, socket
+s = socket.socket()
+try:
+    s.setsockopt(socket.IPPROTO_TCP, 47, 1)
+    print("accepted")
+except OSError as e:
+    print(errno.errorcode[e.errno])
+'
+}
+check "TCP_RC3 refused to an unprivileged user (EPERM)" test "$(unprivileged_rc3)" = EPERM
 
 ip netns exec $NS_SRV python3 "$out/peer.py" serve "$out/received" > "$out/serve.log" 2>&1 &
 for _ in $(seq 50); do grep -q ready "$out/serve.log" 2>/dev/null && break; sleep 0.1; done
