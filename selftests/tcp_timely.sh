@@ -16,10 +16,12 @@ RATE_MBIT=100 DELAY_US=500 QUEUE_PKTS=500 FLOWS=4 SECONDS_PER_RUN=4
 # Progress floor for the 4 flows together: 1 Mbit/s, far above a stall. TIMELY reads the
 # guest's late timers as queueing, more so when the host is busy (18.7-79 Mbit/s measured
 # for original TIMELY's 4 flows); the bench measures its performance on simulated time.
-# The debug kernel forwards about 5 Mbit/s whatever the link (1.9-3.6 Mbit/s measured for
-# these 4 flows), with 10 s runs there, so that ss (most of a second there) samples enough.
+# The debug kernel forwards about 5 Mbit/s whatever the link, and its CPU-bound guest's
+# time reads as queueing too: 1.9-3.6 Mbit/s measured for these 4 flows on an idle host,
+# under 1 (2.7 MB) with a kernel build beside it; 500 kbit/s there (as tcp_dx.sh), with
+# 10 s runs, so that ss (most of a second there) samples enough.
 if debug_kernel; then
-	MIN_TOTAL_KBPS=1000 SECONDS_PER_RUN=10 together="debug kernel: >= 1 Mbit/s together"
+	MIN_TOTAL_KBPS=500 SECONDS_PER_RUN=10 together="debug kernel: >= 500 kbit/s together"
 else
 	MIN_TOTAL_KBPS=1000 together=">= 1 Mbit/s together"
 fi
@@ -76,7 +78,8 @@ import json, sys
 end = json.load(open(sys.argv[1]))["end"]
 per_flow = [s["receiver"]["bytes"] for s in end["streams"]]
 total = end["sum_received"]["bits_per_second"]
-print("per-flow MB:", [round(b / 1e6, 1) for b in per_flow], "total Mbit/s:", round(total / 1e6, 1))
+print("per-flow MB:", [round(b / 1e6, 1) for b in per_flow], "total Mbit/s:", round(total / 1e6, 2),
+      "over", round(end["sum_received"]["seconds"], 1), "s")
 sys.exit(0 if min(per_flow) > 100_000 and total >= int(sys.argv[2]) else 1)
 PY
 	}
