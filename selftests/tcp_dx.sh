@@ -79,6 +79,13 @@ print("Mbit/s:", round(total / 1e6, 1))
 sys.exit(0 if total >= int(sys.argv[2]) else 1)
 PY
 }
+# ss_check RUN NAME CMD...: check NAME, or skip it when ss got no sample while RUN's flows
+# ran (on a starved host one ss call has taken a whole run).
+ss_check() {
+	local run=$1 name=$2; shift 2
+	if grep -q 'bytes_acked:' "$out/ss.$run" 2>/dev/null; then check "$name" "$@"
+	else ktap_skip "$name" "ss got no sample while the flows ran"; fi
+}
 # sources NAME: the distinct sample sources dx reported (ss: pacing_gain), once it had one.
 sources() {
 	grep -o 'bbr:([^)]*pacing_gain:[0-9]*' "$out/ss.$1" | sed 's/.*pacing_gain://' |
@@ -96,7 +103,7 @@ diag "option negotiated: $(throughput stamps 2>&1), samples $(delta stamps TCPDe
 check "option negotiated: delay samples reach dx" test "$(delta stamps TCPDelayStampSample 2)" -gt 100
 check "option negotiated: no bad option on either side" \
 	test "$(delta stamps TCPDelayStampBad 2)" -eq 0 -a "$(delta stamps TCPDelayStampBad 3)" -eq 0
-check "option negotiated: ss shows software stamps (pacing_gain:2)" test "$(sources stamps)" = "2 "
+ss_check stamps "option negotiated: ss shows software stamps (pacing_gain:2)" test "$(sources stamps)" = "2 "
 diag "dx ss sample: $(grep -o 'bbr:([^)]*)' "$out/ss.stamps" | tail -1)"
 
 ip netns exec $NS_SRV sysctl -qw net.ipv4.tcp_delay_stamps=0
@@ -108,12 +115,12 @@ diag "option refused: $(throughput refused 2>&1)"
 check "option refused: no sample, no bad option" \
 	test "$(delta refused TCPDelayStampSample 2)" -eq 0 -a "$(delta refused TCPDelayStampBad 2)" -eq 0 \
 	-a "$(delta refused TCPDelayStampBad 3)" -eq 0
-check "option refused: ss shows the RTT fallback (pacing_gain:3)" test "$(sources refused)" = "3 "
+ss_check refused "option refused: ss shows the RTT fallback (pacing_gain:3)" test "$(sources refused)" = "3 "
 
 run cubic cubic
 check "cubic: carries traffic" throughput cubic
 check "cubic: no option, no sample" test "$(delta cubic TCPDelayStampSample 2)" -eq 0 \
 	-a "$(delta cubic TCPDelayStampBad 3)" -eq 0
-check "ss -ti shows dx's queuing delay, minimum RTT and source" \
+ss_check stamps "ss -ti shows dx's queuing delay, minimum RTT and source" \
 	grep -q 'bbr:(bw:[0-9.]*[KMG]\?bps,mrtt:[0-9.]*,pacing_gain:2,cwnd_gain:[0-9.e+-]*)' "$out/ss.stamps"
 ktap_finish

@@ -108,16 +108,29 @@ PY
 		     END { if (max_bad_pct) print bad + 0 " of " n + 0 " samples differ"
 			   if (n == 0 || bad * 100 > n * max_bad_pct) exit 1 }' "$out/ss.$algo"
 	}
-	check "$algo: every flow paced at the controller's rate ($paced_name)" paced
-	debug_kernel && diag "$algo pacing: $(paced | tail -n 1)"
 	live() { # the rate took several values during the run
 		local n
 		n=$(grep -o 'bbr:(bw:[^,]*' "$out/ss.$algo" | sort -u | wc -l)
 		[ "$n" -ge 3 ] || { echo "only $n distinct rates"; return 1; }
 	}
+	if [ ! -s "$out/ss.$algo" ]; then
+		# ss never ran while the flows did: on a starved host one ss call has taken the
+		# whole run (3.7 s seen with two kernel builds beside the guest). Nothing to judge.
+		ktap_skip "$algo: every flow paced at the controller's rate ($paced_name)" \
+			"ss got no sample while the flows ran"
+		ktap_skip "$algo: controller is live (rate changes during the run)" \
+			"ss got no sample while the flows ran"
+		diag "$algo: ss printed:"; diag_lines "$(head -c 600 "$out/raw.$algo")"
+		continue
+	fi
+	check "$algo: every flow paced at the controller's rate ($paced_name)" paced
+	debug_kernel && diag "$algo pacing: $(paced | tail -n 1)"
 	check "$algo: controller is live (rate changes during the run)" live
 	diag "$algo ss sample: $(grep -o 'bbr:([^)]*)' "$out/ss.$algo" | tail -1)"
 done
-check "ss -ti shows rate, last RTT, gradient and mode" \
+if [ ! -s "$out/ss.timely" ]; then
+	ktap_skip "ss -ti shows rate, last RTT, gradient and mode" "ss got no sample while timely ran"
+else check "ss -ti shows rate, last RTT, gradient and mode" \
 	grep -q 'bbr:(bw:[0-9.]*[KMG]\?bps,mrtt:[0-9.]*,pacing_gain:[0-9.e+-]*,cwnd_gain:[0-9]' "$out/ss.timely"
+fi
 ktap_finish
