@@ -243,8 +243,7 @@ class Peer:
         r = self.fuzz_rng
 
         def byte():
-            b = r.randrange(256)
-            return 9 if b == 8 else b
+            return r.randrange(256)
 
         def u32():
             return bytes(byte() for _ in range(4))
@@ -267,16 +266,15 @@ class Peer:
                         edges = struct.pack("!II", lo, hi)
                     else:
                         edges = u32() + u32()
-                    blocks += bytes(9 if b == 8 else b for b in edges)
+                    blocks += edges
                 length = 2 + len(blocks) if r.randrange(4) else r.randrange(256)
-                opt = bytes([5, 9 if length == 8 else length]) + blocks
+                opt = bytes([5, length]) + blocks
             elif pick in (3, 4):  # the delay-stamp option, any length, any stamps
                 body = struct.pack("!H", DELAY_EXID if r.randrange(4) else r.randrange(65536))
                 n = r.choice((0, 2, 4, 12, r.randrange(16)))
                 body += bytes(byte() for _ in range(n))
                 length = 2 + len(body) if r.randrange(4) else r.randrange(256)
-                opt = bytes([DELAY_KIND, 9 if length == 8 else length]) + body
-                opt = bytes(9 if b == 8 and i > 1 else b for i, b in enumerate(opt))
+                opt = bytes([DELAY_KIND, length]) + body
             elif pick == 5 and self.delay_pending is not None and self.delay_ok:
                 # A well-formed echo whose stamps are off by arbitrary amounts.
                 t1, t2 = self.delay_pending
@@ -291,8 +289,8 @@ class Peer:
                                  r.randrange(9, 256)))
                 body = bytes(byte() for _ in range(r.randrange(min(left, 12) + 1)))
                 length = 2 + len(body) if r.randrange(3) else r.randrange(256)
-                opt = bytes([kind, 9 if length == 8 else length]) + body
-            out += bytes(9 if b == 8 else b for b in opt)  # see above: never a byte 8
+                opt = bytes([kind, length]) + body
+            out += bytes(9 if b == 8 else b for b in opt)  # see above: never a byte 8, anywhere
         return out[:room]
 
     def delay_echo(self, t1, t2, hold):
@@ -467,7 +465,14 @@ class Peer:
         self.ack()
 
     def run(self, dut):
-        """One exchange with the client dut; the result as a dict."""
+        """One exchange with the client dut; the result as a dict. The packet socket is
+        closed whatever happens (batch mode goes on to the next exchange)."""
+        try:
+            return self.exchange(dut)
+        finally:
+            self.sock.close()
+
+    def exchange(self, dut):
         a = self.args
         from scapy.all import Ether
         dut.request(f"run {a.port} {a.cc} {a.bytes}")
@@ -516,7 +521,6 @@ class Peer:
             if self.delay_ok:
                 ok = ok and self.delay_echoes > 0
         result["ok"] = ok
-        self.sock.close()
         return result
 
 
