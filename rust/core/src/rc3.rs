@@ -172,23 +172,14 @@ pub struct Bounds {
 impl Bounds {
     /// The thesis's levels, 40, 400, 4000 packets, in the cumulative reading.
     pub const THESIS: Bounds = Bounds {
-        upper_pkts: [
-            40,
-            400,
-            4000,
-            u32::MAX,
-            u32::MAX,
-            u32::MAX,
-            u32::MAX,
-            u32::MAX,
-            u32::MAX,
-            u32::MAX,
-            u32::MAX,
-            u32::MAX,
-            u32::MAX,
-            u32::MAX,
-            u32::MAX,
-        ],
+        upper_pkts: {
+            // Unused levels end at u32::MAX, as `Bounds` keeps them.
+            let mut upper = [u32::MAX; MAX_LEVELS];
+            upper[0] = 40;
+            upper[1] = 400;
+            upper[2] = 4000;
+            upper
+        },
         levels: 3,
     };
 
