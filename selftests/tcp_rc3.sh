@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# RC3's low-priority loop (patches 0011-0014, rust/tcp_rc3.ko), in the UML guest:
+# RC3's low-priority loop (patches 0011-0015, rust/tcp_rc3.ko), in the UML guest:
 # - the policy module refuses invalid parameters, naming them;
 # - TCP_RC3 reads back what was set, refuses other values than 0 and 1, and needs
 #   CAP_NET_ADMIN to turn on;
@@ -13,15 +13,25 @@
 #   also through 1% loss with reordering;
 # - with the sysctl off, or the policy unloaded, nothing is sent at low priority.
 #
-#   tcp_rc3.sh RC3.ko
+# - bumped packets are not credited to the congestion control: at the end of a transfer,
+#   tcpi_delivered and the packets ACK bumps took add up to the packets of the transfer
+#   (with the bumped ones counted as delivered too, the sum would be larger by them);
+# - the same over dctcp and over the controllers of the modules given (timely,
+#   timely_patched, dx), each skipped, saying so, when no module registers it. Whether
+#   bumps happen depends on the controller: one that starts at line rate (TIMELY) sends
+#   everything before the loop's copies, which wait behind it at the sender, arrive.
+#
+#   tcp_rc3.sh RC3.ko [MODULE.ko [PARAM=VALUE...]]...
 set -u
 ko=$1
+shift
 source "$(dirname "$0")/lib.sh"
+OTHER_CCS="dctcp timely timely_patched dx"
 out=$(mktemp -d /run/selftest.XXXXXX)
 trap 'ns_cleanup; rm -rf "$out"' EXIT
 BYTES=300000
 
-ktap_plan 16
+ktap_plan 25
 dmesg -C
 
 rejects() {
@@ -32,6 +42,13 @@ rejects() {
 check "rejects levels=16" rejects "invalid parameter levels=16" levels=16
 check "rejects a cumulative list that does not grow" rejects "invalid levels: level 2 ends at 40" level_factor=1
 check "rejects dscp_map=2" rejects "invalid parameter dscp_map=2" dscp_map=2
+if [ $# -gt 0 ]; then
+	parse_module_args "$@" || { echo "usage: tcp_rc3.sh RC3.ko [MODULE.ko [PARAM=VALUE...]]..."; exit 1; }
+	for i in "${!kos[@]}"; do
+		# shellcheck disable=SC2086 # params are PARAM=VALUE words
+		insmod "${kos[$i]}" ${params[$i]} || diag "insmod ${kos[$i]} failed"
+	done
+fi
 
 setup_dumbbell 100 500 1000 || diag "dumbbell setup failed"
 for ns in $NS_CLI $NS_SRV; do
@@ -91,7 +108,10 @@ elif mode == "serve":
         c.close()
 else:
     data = bytes((i * 7 + i // 251) & 0xFF for i in range(int(sys.argv[2])))
-    s = socket.create_connection((sys.argv[3], 5300), timeout=20)
+    s = socket.socket()
+    s.settimeout(20)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, sys.argv[4].encode())
+    s.connect((sys.argv[3], 5300))
     # One byte first: the SYN-ACK's window is not scaled (at most 64 KB), and the loop
     # sends nothing beyond the window; the ACK of this byte opens it to initrwnd.
     s.sendall(data[:1])
@@ -99,8 +119,13 @@ else:
     s.sendall(data[1:])
     s.shutdown(socket.SHUT_WR)
     s.recv(1)
+    # Everything is acknowledged: the receiver read it all before closing. struct
+    # tcp_info: tcpi_snd_mss at 16, tcpi_snd_cwnd at 80, tcpi_total_retrans at 100,
+    # tcpi_delivered at 192.
+    info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232)
+    fields = (int.from_bytes(info[o:o + 4], "little") for o in (16, 80, 192, 100))
     s.close()
-    print(hashlib.sha256(data).hexdigest())
+    print(hashlib.sha256(data).hexdigest(), *fields)
 PY
 check "TCP_RC3 set, read back, invalid values refused" ip netns exec $NS_CLI python3 "$out/peer.py" sockopt 0
 # The loop sends outside congestion control: turning it on needs CAP_NET_ADMIN.
@@ -120,15 +145,18 @@ check "TCP_RC3 refused to an unprivileged user (EPERM)" test "$(unprivileged_rc3
 ip netns exec $NS_SRV python3 "$out/peer.py" serve "$out/received" > "$out/serve.log" 2>&1 &
 for _ in $(seq 50); do grep -q ready "$out/serve.log" 2>/dev/null && break; sleep 0.1; done
 
-# transfer NAME: one transfer; its hash compared with the receiver's; counters and bands
-# before and after in $out/NAME.{ctr0,ctr1,bands0,bands1}.
+# transfer NAME [CC]: one transfer (congestion control CC, default cubic); its hash compared
+# with the receiver's; counters and bands before and after in $out/NAME.{ctr0,ctr1,bands0,
+# bands1}; the sender's MSS, cwnd and tcpi_delivered at the end in $out/NAME.info.
 transfer() {
-	local name=$1 sent got
+	local name=$1 cc=${2:-cubic} sent got
 	echo "$(counter $NS_CLI TCPRC3Sent) $(counter $NS_CLI TCPRC3AckBump)" > "$out/$name.ctr0"
 	bands > "$out/$name.bands0"
 	: > "$out/received"
 	diag "$name: bands before $(cat "$out/$name.bands0")"
-	sent=$(ip netns exec $NS_CLI timeout 60 python3 "$out/peer.py" send $BYTES $SRV_ADDR) || { echo "transfer failed"; return 1; }
+	sent=$(ip netns exec $NS_CLI timeout 60 python3 "$out/peer.py" send $BYTES $SRV_ADDR "$cc") || { echo "transfer failed"; return 1; }
+	echo "${sent#* }" > "$out/$name.info"
+	sent=${sent%% *}
 	for _ in $(seq 50); do [ -s "$out/received" ] && break; sleep 0.1; done
 	got=$(cat "$out/received")
 	echo "$(counter $NS_CLI TCPRC3Sent) $(counter $NS_CLI TCPRC3AckBump)" > "$out/$name.ctr1"
@@ -165,6 +193,36 @@ levels_ok() {
 check "rc3: DSCP per level as the policy says" levels_ok
 check "rc3: ACK bumps counted" test "$(delta on 2 ctr)" -gt 0
 diag "rc3: $(levels_ok | head -1), $(delta on 2 ctr) packets taken by ACK bumps"
+
+# not_credited NAME: what ACK bumps took is not in tcpi_delivered (patch 0013). A lossless
+# transfer's packets are each delivered by TCP or taken by a bump, once: the sum is the
+# transfer's packet count (data, SYN, FIN), give or take the partial packets where skbs
+# end, plus at most one per retransmission (a DSACK of a spurious one counts as delivered).
+# Were bumped packets credited too, the sum would exceed it by the bumps' count.
+not_credited() {
+	local mss cwnd delivered retrans bumped pkts
+	read -r mss cwnd delivered retrans < "$out/$1.info"
+	bumped=$(delta "$1" 2 ctr) pkts=$(((BYTES + mss - 1) / mss + 2))
+	echo "$1: tcpi_delivered $delivered + $bumped bumped, against $pkts packets and $retrans retransmitted; cwnd $cwnd"
+	[ $((delivered + bumped)) -ge $((pkts - 4)) ] &&
+		[ $((delivered + bumped)) -le $((pkts + 12 + retrans)) ]
+}
+check "rc3: bumped packets not credited to the congestion control" not_credited on
+diag "$(not_credited on)"
+
+# The primary loop under other congestion controls.
+available=" $(cat /proc/sys/net/ipv4/tcp_available_congestion_control) "
+for cc in $OTHER_CCS; do
+	if [[ $available != *" $cc "* ]]; then
+		for what in "transfer intact" "bumped packets not credited"; do
+			ktap_skip "rc3 over $cc: $what" "no module given registers $cc"
+		done
+		continue
+	fi
+	check "rc3 over $cc: transfer intact" transfer "on_$cc" "$cc"
+	check "rc3 over $cc: bumped packets not credited" not_credited "on_$cc"
+	diag "$(not_credited "on_$cc")"
+done
 
 # Forward path: 1% loss and reordering at the bottleneck.
 tc -n $NS_RTR qdisc replace dev r1 parent 1:1 handle 10: netem delay 200us reorder 25% 50% loss 1% limit 1000

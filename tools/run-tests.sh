@@ -156,9 +156,10 @@ selftest cc_packets selftests/tcp_cc_packets.sh "${stress_args[@]}"
 # machine, 6 on the CI machine: the limit leaves room for a slower one).
 SELFTEST_TIMEOUT=900 selftest cc_faults selftests/tcp_cc_faults.sh "${stress_args[@]}"
 
-# RC3's low-priority loop (patches 0011-0014) with its policy module: DSCP per level at a
-# strict-priority qdisc, ACK bumps, data intact.
-selftest rc3 selftests/tcp_rc3.sh rust/tcp_rc3.ko
+# RC3's low-priority loop (patches 0011-0015) with its policy module: DSCP per level at a
+# strict-priority qdisc, ACK bumps kept from congestion control, data intact; over cubic,
+# dctcp and every algorithm of the modules.
+selftest rc3 selftests/tcp_rc3.sh rust/tcp_rc3.ko "${stress_args[@]}"
 
 # The bench's instruments (netlink sampler, flow-size workload) measure what they claim.
 selftest bench_tools selftests/bench_tools.sh
