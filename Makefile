@@ -5,7 +5,8 @@
 #   make demo     setup, build, boot, and compare our controllers with cubic and dctcp
 #   make test     every test: host cargo tests, KUnit in UML, netns selftests in UML
 #   make test-debug   the same on the debug kernel (KASAN, lockdep, UBSAN, kmemleak, ...);
-#                 any target takes KERNEL_FLAVOR=debug (default normal)
+#                 any target takes KERNEL_FLAVOR=debug (default normal);
+#                 make test-debug-short: its shortened form, which CI runs
 #   make bench    the scenario matrix on simulated time, then results/BENCH.md
 #   make check    rustfmt, clippy (CLIPPY=1) and checkpatch on the patch series
 #   make fuzz     fuzz every target of the pure core FUZZ_SECONDS each (rust/core/fuzz);
@@ -52,7 +53,8 @@ FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 5
 FUZZ_TARGETS ?=
 
-.PHONY: all modules setup demo test check bench clean fuzz fuzz-smoke fuzz-cmin setup-debug test-debug
+.PHONY: all modules setup demo test check bench clean fuzz fuzz-smoke fuzz-cmin setup-debug test-debug \
+	test-debug-short
 all: modules
 
 modules:
@@ -76,6 +78,12 @@ setup-debug:
 
 test-debug:
 	$(MAKE) test KERNEL_FLAVOR=debug
+
+# Its shortened form, which CI runs (tools/ci-debug.sh): KUnit and the selftests of the TCP
+# paths the patches change, without the host part, which does not depend on the kernel.
+DEBUG_SHORT_SELFTESTS := cc_packets rc3
+test-debug-short:
+	$(MAKE) test KERNEL_FLAVOR=debug SELFTESTS="$(DEBUG_SHORT_SELFTESTS)" RFL_HOST_TESTS=0
 
 bench: setup modules
 	tools/bench.py run $(SCENARIOS)

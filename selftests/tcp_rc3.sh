@@ -31,7 +31,7 @@ out=$(mktemp -d /run/selftest.XXXXXX)
 trap 'ns_cleanup; rm -rf "$out"' EXIT
 BYTES=300000
 
-ktap_plan 25
+ktap_plan 28
 dmesg -C
 
 rejects() {
@@ -112,11 +112,16 @@ else:
     s.settimeout(20)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, sys.argv[4].encode())
     s.connect((sys.argv[3], 5300))
-    # One byte first: the SYN-ACK's window is not scaled (at most 64 KB), and the loop
-    # sends nothing beyond the window; the ACK of this byte opens it to initrwnd.
-    s.sendall(data[:1])
-    time.sleep(0.1)
-    s.sendall(data[1:])
+    # "warm": one byte first. The SYN-ACK's window is not scaled (at most 64 KB) and the
+    # loop sends nothing beyond the window; the ACK of this byte opens it to initrwnd
+    # before the rest is written. "cold": everything at once; the loop sends the tail
+    # from the ACK path when the peer's first ACK opens the window.
+    if sys.argv[5] == "warm":
+        s.sendall(data[:1])
+        time.sleep(0.1)
+        s.sendall(data[1:])
+    else:
+        s.sendall(data)
     s.shutdown(socket.SHUT_WR)
     s.recv(1)
     # Everything is acknowledged: the receiver read it all before closing. struct
@@ -145,16 +150,16 @@ check "TCP_RC3 refused to an unprivileged user (EPERM)" test "$(unprivileged_rc3
 ip netns exec $NS_SRV python3 "$out/peer.py" serve "$out/received" > "$out/serve.log" 2>&1 &
 for _ in $(seq 50); do grep -q ready "$out/serve.log" 2>/dev/null && break; sleep 0.1; done
 
-# transfer NAME [CC]: one transfer (congestion control CC, default cubic); its hash compared
-# with the receiver's; counters and bands before and after in $out/NAME.{ctr0,ctr1,bands0,
+# transfer NAME [CC [cold]]: one transfer (congestion control CC, default cubic; "cold": no
+# warm-up byte, see peer.py); its hash compared with the receiver's; counters and bands before and after in $out/NAME.{ctr0,ctr1,bands0,
 # bands1}; the sender's MSS, cwnd and tcpi_delivered at the end in $out/NAME.info.
 transfer() {
-	local name=$1 cc=${2:-cubic} sent got
+	local name=$1 cc=${2:-cubic} start=${3:-warm} sent got
 	echo "$(counter $NS_CLI TCPRC3Sent) $(counter $NS_CLI TCPRC3AckBump)" > "$out/$name.ctr0"
 	bands > "$out/$name.bands0"
 	: > "$out/received"
 	diag "$name: bands before $(cat "$out/$name.bands0")"
-	sent=$(ip netns exec $NS_CLI timeout 60 python3 "$out/peer.py" send $BYTES $SRV_ADDR "$cc") || { echo "transfer failed"; return 1; }
+	sent=$(ip netns exec $NS_CLI timeout 60 python3 "$out/peer.py" send $BYTES $SRV_ADDR "$cc" "$start") || { echo "transfer failed"; return 1; }
 	echo "${sent#* }" > "$out/$name.info"
 	sent=${sent%% *}
 	for _ in $(seq 50); do [ -s "$out/received" ] && break; sleep 0.1; done
@@ -209,6 +214,16 @@ not_credited() {
 }
 check "rc3: bumped packets not credited to the congestion control" not_credited on
 diag "$(not_credited on)"
+
+# Without the warm-up byte the whole transfer is written while the window is the SYN-ACK's
+# 64 KB: the tail goes out when the peer's first ACK opens the window (the loop runs from
+# the ACK path too), and ACK bumps take it. The tail's skb starts within 45 packets of the
+# end, so it goes at level 1 or 2 (which one depends on where the skbs were cut).
+check "rc3, tail beyond the first window: transfer intact" transfer cold cubic cold
+check "rc3, tail beyond the first window: the tail sent (level 1 or 2)" \
+	test $(($(delta cold 2 bands) + $(delta cold 3 bands))) -ge 1
+check "rc3, tail beyond the first window: ACK bumps counted" test "$(delta cold 2 ctr)" -gt 0
+diag "cold: per band: DSCP3 $(delta cold 2 bands), DSCP7 $(delta cold 3 bands), DSCP11 $(delta cold 4 bands); $(delta cold 2 ctr) packets taken by ACK bumps"
 
 # The primary loop under other congestion controls.
 available=" $(cat /proc/sys/net/ipv4/tcp_available_congestion_control) "

@@ -160,9 +160,23 @@ build_kernel() {
 	local what="UML kernel" minutes=6
 	[ "$KERNEL_FLAVOR" = normal ] || { what="$KERNEL_FLAVOR UML kernel"; minutes=20; }
 	step "building $what (about $minutes minutes on 2 cores the first time)"
-	local t0=$SECONDS
-	"${KMAKE[@]}" -j"$(( $(nproc) + 1 ))" -s linux modules 2>&1 | grep -v '^\s*$' | tail -n 40
-	[ "${PIPESTATUS[0]}" = 0 ] || die "kernel build failed (output above); the tree is $KERNEL_TREE"
+	local t0=$SECONDS limit=()
+	# RFL_BUILD_DEADLINE (epoch seconds): stop the compiler there, with status 75, rather
+	# than overrun a CI budget; make keeps what it finished, so the next run resumes.
+	if [ -n "${RFL_BUILD_DEADLINE:-}" ]; then
+		local left=$((RFL_BUILD_DEADLINE - $(date +%s)))
+		[ "$left" -gt 0 ] || { step "no time left before RFL_BUILD_DEADLINE: $what not built"; exit 75; }
+		limit=(timeout -k 30 "$left")
+	fi
+	set +e +o pipefail
+	"${limit[@]}" "${KMAKE[@]}" -j"$(( $(nproc) + 1 ))" -s linux modules 2>&1 | grep -v '^\s*$' | tail -n 40
+	local status=${PIPESTATUS[0]}
+	set -e -o pipefail
+	if { [ "$status" = 124 ] || [ "$status" = 137 ]; } && [ ${#limit[@]} -gt 0 ]; then
+		step "$what: build stopped at RFL_BUILD_DEADLINE after $((SECONDS - t0)) s; it resumes from $KERNEL_TREE"
+		exit 75
+	fi
+	[ "$status" = 0 ] || die "kernel build failed (output above); the tree is $KERNEL_TREE"
 	echo "$key" > "$KERNEL_TREE/.rfl-built"
 	step "kernel built in $((SECONDS - t0)) s: $KERNEL_TREE/linux"
 }
