@@ -10,7 +10,8 @@
 #   every level, each level's count within what the TSO rule allows (an skb goes at the
 #   level of its first byte, so a level never holds more than its bound), as many as
 #   TcpExt TCPRC3Sent counts; ACK bumps are counted; the data arrives intact (SHA-256),
-#   also through 1% loss with reordering;
+#   also through 1% loss with reordering, through 0.1% loss, with no priority queue
+#   anywhere, and to a receiver without SACK (where the loop stays off);
 # - with the sysctl off, or the policy unloaded, nothing is sent at low priority.
 #
 # - bumped packets are not credited to the congestion control: at the end of a transfer,
@@ -31,7 +32,7 @@ out=$(mktemp -d /run/selftest.XXXXXX)
 trap 'ns_cleanup; rm -rf "$out"' EXIT
 BYTES=300000
 
-ktap_plan 28
+ktap_plan 33
 dmesg -C
 
 rejects() {
@@ -242,7 +243,21 @@ done
 # Forward path: 1% loss and reordering at the bottleneck.
 tc -n $NS_RTR qdisc replace dev r1 parent 1:1 handle 10: netem delay 200us reorder 25% 50% loss 1% limit 1000
 check "rc3: transfer intact through 1% loss and reordering" transfer lossy
+tc -n $NS_RTR qdisc replace dev r1 parent 1:1 handle 10: netem delay 200us loss 0.1% limit 1000
+check "rc3: transfer intact through 0.1% loss" transfer lossy01
 tc -n $NS_RTR qdisc replace dev r1 parent 1:1 handle 10: pfifo limit 1000
+diag "loss: $(delta lossy 2 ctr) and $(delta lossy01 2 ctr) packets taken by ACK bumps at 1% and 0.1%"
+
+# No priority anywhere (the copies compete equally with TCP's packets, at the sender too).
+tc -n $NS_CLI qdisc del dev c0 root
+check "rc3, no priority queue anywhere: transfer intact" transfer fifo
+check "rc3, no priority queue anywhere: sent at low priority" test "$(delta fifo 1 ctr)" -gt 0
+
+# A receiver without SACK: the loop stays off (TCP would resend all it delivered).
+ip netns exec $NS_SRV sysctl -qw net.ipv4.tcp_sack=0
+check "rc3, receiver without SACK: transfer intact" transfer nosack
+check "rc3, receiver without SACK: nothing sent at low priority" test "$(delta nosack 1 ctr)" -eq 0
+ip netns exec $NS_SRV sysctl -qw net.ipv4.tcp_sack=1
 
 rmmod tcp_rc3
 check "policy unloaded: transfer intact" transfer unloaded
