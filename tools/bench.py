@@ -51,9 +51,11 @@ def run_job(job, timely_params, prov):
         os.remove(out)
     params = sc.get("timely_params", timely_params)
     dx_params = sc.get("dx_params", config("DX_PARAMS_1G"))
+    rc3 = " && insmod rust/tcp_rc3.ko" if algo.endswith("+rc3") else ""
     guest = (f"insmod rust/tcp_rust_reno.ko && insmod rust/tcp_timely.ko {params} && "
-             f"insmod rust/tcp_dx.ko {dx_params} || exit 1; "
-             f"python3 tools/netbench.py --scenario {sc['file']} --algo {algo} --json {out}")
+             f"insmod rust/tcp_dx.ko {dx_params}{rc3} || exit 1; "
+             f"python3 tools/netbench.py --scenario {sc['file']} --algo {algo} --rep {rep} "
+             f"--json {out}")
     cmd = [os.path.join(ROOT, "tools", "uml-run.sh"), "--timeout", "1500"]
     if clock == "simulated":
         cmd.append("--time-travel")
@@ -172,7 +174,8 @@ def plot_scenario(sc, rs, label):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ok = [r for r in order(rs) if r.get("ok")]
+    # Repeated scenarios: the plots show the first repetition (the tables, every one).
+    ok = [r for r in order(rs) if r.get("ok") and r.get("rep", 0) == 0]
     if not ok:
         return []
     files = []
@@ -192,6 +195,9 @@ def plot_scenario(sc, rs, label):
         ax.grid(alpha=0.3)
     axes[1].legend(fontsize=8)
     files.append(save(fig, sc, "cdf", "RTT and queue distributions", label))
+    if not sc.get("flows"):
+        # A workload alone: no long flow to follow over time.
+        return files + [plot_fct(sc, ok, label)]
     # Per-flow throughput, RTT and pacing rate, and the bottleneck queue, over time; one
     # row per algorithm.
     fig, axes = plt.subplots(len(ok), 4, figsize=(16, 2.2 * len(ok)), squeeze=False)
@@ -281,6 +287,137 @@ def fct_rows(rs):
     return rows
 
 
+def rc3_rows(rs):
+    """RC3 against the same congestion control without it, per repetition (the same
+    flows: one seed per repetition): the mean FCT per size, the reduction averaged over
+    flows and weighted by bytes (the thesis's Table 2.1), and the large flows' goodput.
+    Only flows that finished in both runs are paired."""
+    runs = {(r["algo"], r.get("rep", 0)): r for r in rs if r.get("ok") and "fct" in r}
+    pairs = {}
+    for (algo, rep), r in runs.items():
+        base = algo[:-len("+rc3")] if algo.endswith("+rc3") else None
+        if base and (base, rep) in runs:
+            pairs.setdefault(base, []).append((rep, runs[(base, rep)], r))
+    if not pairs:
+        return []
+
+    def paired(tcp, rc3):
+        a, b = tcp["fct"]["flows"], rc3["fct"]["flows"]
+        return [(x["size"], x["fct_us"], y["fct_us"]) for x, y in zip(a, b)
+                if x["size"] == y["size"] and "fct_us" in x and "fct_us" in y]
+
+    def med(xs):
+        xs = sorted(xs)
+        return (xs[len(xs) // 2], xs[0], xs[-1]) if xs else None
+
+    def spread(t, spec="{:.1f}"):
+        if t is None:
+            return "-"
+        m, lo, hi = t
+        return spec.format(m) + (f" ({spec.format(lo)} to {spec.format(hi)})" if hi != lo else "")
+
+    rows = ["", "RC3 against the same control without it: mean FCT in ms and its reduction, "
+            "per repetition paired flow by flow (the same arrivals and sizes), median and "
+            "(min to max) over repetitions. Over flows: 1 - mean(FCT with RC3) / mean(FCT "
+            "without); over bytes: the same with each flow weighted by its size. Large-flow "
+            "goodput: mean of size / FCT over flows of 1 MB or more.", "",
+            "| control | reps | flows paired | mean FCT ms: without / with RC3 | reduction over "
+            "flows % | reduction over bytes % | large-flow goodput Mbit/s: without / with |",
+            "|---|---:|---:|---:|---:|---:|---:|"]
+    by_size = {}
+    for base, reps in pairs.items():
+        n, fct_a, fct_b, red_f, red_b, gp_a, gp_b = [], [], [], [], [], [], []
+        for rep, tcp, rc3 in sorted(reps, key=lambda t: t[0]):
+            p = paired(tcp, rc3)
+            if not p:
+                continue
+            n.append(len(p))
+            ma = sum(x[1] for x in p) / len(p)
+            mb = sum(x[2] for x in p) / len(p)
+            fct_a.append(ma / 1000)
+            fct_b.append(mb / 1000)
+            red_f.append(100 * (1 - mb / ma))
+            wa = sum(x[0] * x[1] for x in p)
+            wb = sum(x[0] * x[2] for x in p)
+            red_b.append(100 * (1 - wb / wa))
+            big = [x for x in p if x[0] >= 1024 * 1024]
+            if big:
+                gp_a.append(sum(x[0] * 8 / x[1] for x in big) / len(big))
+                gp_b.append(sum(x[0] * 8 / x[2] for x in big) / len(big))
+            for size, a, b in p:
+                by_size.setdefault((base, size), {}).setdefault(rep, []).append((a, b))
+        rows.append(f"| {base} | {len(n)} | {sum(n)} | {spread(med(fct_a), '{:.1f}')} / "
+                    f"{spread(med(fct_b), '{:.1f}')} | {spread(med(red_f))} | {spread(med(red_b))} "
+                    f"| {spread(med(gp_a), '{:.0f}')} / {spread(med(gp_b), '{:.0f}')} |")
+    rows += ["", "By flow size: mean FCT in ms without / with RC3 and the reduction, "
+             "median over repetitions (min to max):", "",
+             "| control | size KB | flows | without | with RC3 | reduction % |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for (base, size), reps in sorted(by_size.items()):
+        fa = [sum(a for a, _ in v) / len(v) / 1000 for v in reps.values()]
+        fb = [sum(b for _, b in v) / len(v) / 1000 for v in reps.values()]
+        red = [100 * (1 - b / a) for a, b in zip(fa, fb)]
+        flows = sum(len(v) for v in reps.values())
+        rows.append(f"| {base} | {size / 1024:g} | {flows} | {spread(med(fa), '{:.1f}')} "
+                    f"| {spread(med(fb), '{:.1f}')} | {spread(med(red))} |")
+    return rows
+
+
+def scenario_section(name, sc, rs, meta, calibration):
+    """The report's section of one scenario: its table, spreads, FCT and RC3 rows, plots."""
+    out = []
+    out += [f"## {name}", "", sc.get("description", ""), "",
+            f"Scenario file: `{sc.get('file', '?')}`. Runs: "
+            + ", ".join(sorted({f"commit `{r.get('commit', meta['commit'])}`, "
+                                f"{r.get('date', meta['date'])}, {r.get('clock')} time"
+                                for r in rs})) + ".", ""]
+    if sc.get("timely_params"):
+        out += [f"TIMELY parameters in this scenario: `{sc['timely_params']}`.", ""]
+    if sc.get("paper"):
+        out += [f"Paper: {sc['paper']}", ""]
+    out += ["| algorithm | run | Mbit/s | util | RTT p50 us | RTT p99 us | queue p50/p99 pkts "
+            "| retrans | Jain | converge s | idle RTT us | wall s |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rs:
+        if not r.get("ok"):
+            out.append(f"| {r['algo']} | {r.get('rep', 0)} | FAILED: {r.get('error', '?')[:120]} "
+                       "| | | | | | | | | |")
+            continue
+        out.append(
+            f"| {r['algo']} | {r.get('rep', 0)} | {r['mbps']:.1f} | {r['util_pct']:.1f}% | "
+            f"{fmt(r['rtt_p50_us'])} | {fmt(r['rtt_p99_us'])} | "
+            f"{fmt(r['queue_p50_pkts'])}/{fmt(r['queue_p99_pkts'])} | {fmt(r['retransmits'])} | "
+            f"{fmt(r['jain'], '{:.3f}')} | {fmt(r['convergence_s'], '{:.1f}')} | "
+            f"{fmt(r['idle_rtt_us'])} | {fmt(r.get('wall_s'))} |")
+    out += spread_rows(rs)
+    out += fct_rows(rs)
+    out += rc3_rows(rs)
+    if calibration:
+        out += [""] + calibration_notes(sc, rs)
+    out.append("")
+    label = (f"{sc.get('file', name)}, commit "
+             + ", ".join(sorted({r.get("commit", meta["commit"]) for r in rs}))
+             + f", {config('KERNEL_DEB_VERSION')} ARCH=um + patches/series, "
+             + ", ".join(sorted({f"{r.get('clock')} time" for r in rs})))
+    for png in plot_scenario(sc, rs, label):
+        out += [f"![{png}](plots/{png})", ""]
+    return out
+
+
+def splice_section(text, name, section):
+    """The report with the section headed `## name` replaced by `section` (or added at
+    its end)."""
+    lines = text.rstrip("\n").split("\n")
+    head = f"## {name}"
+    if head in lines:
+        i = lines.index(head)
+        j = next((k for k in range(i + 1, len(lines)) if lines[k].startswith("## ")), len(lines))
+        lines[i:j] = section.rstrip("\n").split("\n") + [""]
+    else:
+        lines += [""] + section.rstrip("\n").split("\n")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
 def cmd_report(a):
     meta, results = load_results()
     os.makedirs(PLOTS, exist_ok=True)
@@ -303,42 +440,25 @@ def cmd_report(a):
            "until the flows hold >= 90% of capacity with Jain >= 0.9 per 100 ms.", "",
            "## Headline", ""] + headline(results) + [""]
     calibrations = sorted(n for n in results if n.startswith("calibration"))
-    for name in calibrations + sorted(n for n in results if n not in calibrations):
-        sc, rs = scs.get(name, {"name": name}), order(results[name])
-        out += [f"## {name}", "", sc.get("description", ""), "",
-                f"Scenario file: `{sc.get('file', '?')}`. Runs: "
-                + ", ".join(sorted({f"commit `{r.get('commit', meta['commit'])}`, "
-                                    f"{r.get('date', meta['date'])}, {r.get('clock')} time"
-                                    for r in rs})) + ".", ""]
-        if sc.get("timely_params"):
-            out += [f"TIMELY parameters in this scenario: `{sc['timely_params']}`.", ""]
-        if sc.get("paper"):
-            out += [f"Paper: {sc['paper']}", ""]
-        out += ["| algorithm | run | Mbit/s | util | RTT p50 us | RTT p99 us | queue p50/p99 pkts "
-                "| retrans | Jain | converge s | idle RTT us | wall s |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for r in rs:
-            if not r.get("ok"):
-                out.append(f"| {r['algo']} | {r.get('rep', 0)} | FAILED: {r.get('error', '?')[:120]} "
-                           "| | | | | | | | | |")
-                continue
-            out.append(
-                f"| {r['algo']} | {r.get('rep', 0)} | {r['mbps']:.1f} | {r['util_pct']:.1f}% | "
-                f"{fmt(r['rtt_p50_us'])} | {fmt(r['rtt_p99_us'])} | "
-                f"{fmt(r['queue_p50_pkts'])}/{fmt(r['queue_p99_pkts'])} | {r['retransmits']} | "
-                f"{fmt(r['jain'], '{:.3f}')} | {fmt(r['convergence_s'], '{:.1f}')} | "
-                f"{fmt(r['idle_rtt_us'])} | {fmt(r.get('wall_s'))} |")
-        out += spread_rows(rs)
-        out += fct_rows(rs)
-        if name in calibrations:
-            out += [""] + calibration_notes(sc, rs)
-        out.append("")
-        label = (f"{sc.get('file', name)}, commit "
-                 + ", ".join(sorted({r.get("commit", meta["commit"]) for r in rs}))
-                 + f", {config('KERNEL_DEB_VERSION')} ARCH=um + patches/series, "
-                 + ", ".join(sorted({f"{r.get('clock')} time" for r in rs})))
-        for png in plot_scenario(sc, rs, label):
-            out += [f"![{png}](plots/{png})", ""]
+    names = calibrations + sorted(n for n in results if n not in calibrations)
+    if a.scenarios:
+        # Only these scenarios' sections are rewritten; the rest of the report (and the
+        # headline, which needs every scenario) stays as it was.
+        missing = [n for n in a.scenarios if n not in results]
+        if missing:
+            sys.exit(f"error: no results for {', '.join(missing)} in {RAW}")
+        text = open(REPORT).read()
+        for name in a.scenarios:
+            sec = scenario_section(name, scs.get(name, {"name": name}), order(results[name]),
+                                   meta, name in calibrations)
+            text = splice_section(text, name, "\n".join(sec))
+        with open(REPORT, "w") as f:
+            f.write(text)
+        print(f"rewrote {', '.join(a.scenarios)} in {os.path.relpath(REPORT, ROOT)}")
+        return 0
+    for name in names:
+        out += scenario_section(name, scs.get(name, {"name": name}), order(results[name]),
+                                meta, name in calibrations)
     with open(REPORT, "w") as f:
         f.write("\n".join(out) + "\n")
     print(f"wrote {os.path.relpath(REPORT, ROOT)} and {len(os.listdir(PLOTS))} plots")
@@ -458,7 +578,9 @@ def main():
     r.add_argument("--clock", choices=["simulated", "normal"], default="simulated")
     r.add_argument("--jobs", type=int, default=2)
     r.add_argument("scenarios", nargs="*")
-    sub.add_parser("report")
+    rep = sub.add_parser("report")
+    rep.add_argument("scenarios", nargs="*",
+                     help="rewrite only these scenarios' sections of results/BENCH.md")
     a = p.parse_args()
     return cmd_run(a) if a.cmd == "run" else cmd_report(a)
 

@@ -8,13 +8,13 @@
 #
 # The debug kernel takes 20-30 minutes to build cold on 2 cores and about 14 after a patch
 # series change. So that CI stays inside its budget, the build stops CI_DEBUG_BUILD_BY
-# seconds after CI_START (epoch seconds, set by .ci/run; default 50 minutes); the tree keeps
+# seconds after CI_START (epoch seconds, set by .ci/run; default 35 minutes); the tree keeps
 # what was compiled and the next run resumes it. A run whose build was stopped says so,
 # with a SKIP line, and runs no debug test: it is neither passed nor failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=${CI_START:-$(date +%s)}
-export RFL_BUILD_DEADLINE=$((start + ${CI_DEBUG_BUILD_BY:-3000}))
+export RFL_BUILD_DEADLINE=$((start + ${CI_DEBUG_BUILD_BY:-2100}))
 
 echo "== debug flavour (shortened for CI)"
 # tools/setup.sh directly (what make setup-debug runs): make would turn its status 75 into 2.

@@ -115,12 +115,64 @@ class Sampler(threading.Thread):
             self.queue.append({"t": t, "pkts": backlog})
 
 
-def run_scenario(sc, algo, log=print):
-    ecn_k = sc.get("ecn_k_pkts", "") if algo in ECN_ALGOS else ""
+def split_algo(algo):
+    """"cubic+rc3" -> ("cubic", True): the congestion control, and whether RC3's
+    low-priority loop runs beside it (patches 0011-0015, rust/tcp_rc3.ko loaded)."""
+    base, _, extra = algo.partition("+")
+    if extra not in ("", "rc3"):
+        sys.exit(f"error: unknown variant '+{extra}' in '{algo}' (only '+rc3')")
+    return base, extra == "rc3"
+
+
+# The DS fields of RC3's levels: Lower-Effort (DSCP 1, RFC 8622, the default map) and
+# the per-level map's 3, 7, 11, 15 (dscp_map=1). Everything else is band 1.
+RC3_DS_FIELDS = ["0x04", "0x0c", "0x1c", "0x2c", "0x3c"]
+
+
+def add_priority_queues(ns, dev, parent, limit):
+    """A strict-priority qdisc ("WQoS", the thesis's priority scheduling and dropping):
+    band 1 for ordinary traffic, bands 2.. for RC3's levels by their DS field, each band
+    a drop-tail FIFO of `limit` packets, so low-priority packets never take the room or
+    the turn of ordinary ones."""
+    bands = 1 + len(RC3_DS_FIELDS)
+    where = f"parent {parent} handle 10:" if parent else "root handle 10:"
+    if parent:
+        sh(f"tc -n {ns} qdisc del dev {dev} parent {parent}")  # the dumbbell's FIFO
+    sh(f"tc -n {ns} qdisc replace dev {dev} {where} prio bands {bands} "
+       f"priomap {' '.join(['0'] * 16)}")
+    for band in range(1, bands + 1):
+        sh(f"tc -n {ns} qdisc add dev {dev} parent 10:{band:x} pfifo limit {limit}")
+    for i, ds in enumerate(RC3_DS_FIELDS):
+        sh(f"tc -n {ns} filter add dev {dev} parent 10: prio {i + 1} protocol ip "
+           f"u32 match ip dsfield {ds} 0xfc flowid 10:{i + 2:x}")
+
+
+def run_scenario(sc, algo, log=print, rep=0):
+    cc, rc3 = split_algo(algo)
+    ecn_k = sc.get("ecn_k_pkts", "") if cc in ECN_ALGOS else ""
     flows = expand_flows(sc)
     lib(f"setup_dumbbell {sc['rate_mbit']} {sc['delay_us']} {sc['queue_pkts']} "
         f"'{ecn_k}' {sc.get('mtu', 1500)}")
-    if algo in STAMP_ALGOS:
+    for key, value in sc.get("guest_sysctls", {}).items():
+        # Global (not per-namespace) settings: the veth backlog a burst lands in.
+        sh(f"sysctl -qw {key}='{value}'")
+    for ns, values in sc.get("sysctls", {}).items():
+        # Per-namespace settings every algorithm of the scenario gets (socket buffers).
+        sets = " ".join(f"{k}='{v}'" for k, v in values.items())
+        sh(f"ip netns exec {ns} sysctl -qw {sets}")
+    if sc.get("initrwnd"):
+        # The receiver's first window, for every algorithm (RC3 sends only within it).
+        sh(f"ip -n srv route replace 10.10.1.0/24 via 10.10.2.1 initrwnd {sc['initrwnd']}")
+    if sc.get("priority_queues"):
+        # Strict priority at the sender's egress and at the bottleneck, for every
+        # algorithm of the scenario (without RC3 everything is band 1).
+        if ecn_k:
+            sys.exit("error: priority_queues with an ECN algorithm is not supported")
+        add_priority_queues("cli", "c0", None, 10000)
+        add_priority_queues("rtr", "r1", "1:1", sc["queue_pkts"])
+    if rc3:
+        sh("ip netns exec cli sysctl -qw net.ipv4.tcp_rc3=1")
+    if cc in STAMP_ALGOS:
         # iperf3 -C selects the control after connect(), when the SYN has gone: offer the
         # delay-stamp option on every connect from the sender instead (dx runs only).
         sh("ip netns exec cli sysctl -qw net.ipv4.tcp_delay_stamps=2")
@@ -139,6 +191,9 @@ def run_scenario(sc, algo, log=print):
         time.sleep(0.5)
         fct_out = tempfile.NamedTemporaryFile(prefix="fct-", suffix=".json", delete=False).name
         w = dict(sc["workload"], rate_mbit=sc["rate_mbit"])
+        # Repetition r draws its own arrivals and sizes (seed + r); every algorithm of one
+        # repetition sees the same flows.
+        w["seed"] = w.get("seed", 1) + rep
         fct_timeout = w["stop_s"] + w.get("grace_s", 5.0) + 30
     t0 = time.monotonic()
     sampler = Sampler(t0)
@@ -146,7 +201,7 @@ def run_scenario(sc, algo, log=print):
     if sc.get("workload"):
         workload = subprocess.Popen(
             ["ip", "netns", "exec", "cli", "timeout", str(int(fct_timeout)), "python3", FCTFLOW,
-             "client", "--dst", SRV, "--port", str(FCT_PORT), "--algo", algo,
+             "client", "--dst", SRV, "--port", str(FCT_PORT), "--algo", cc,
              "--workload", json.dumps(w), "--out", fct_out],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     procs = []
@@ -158,17 +213,19 @@ def run_scenario(sc, algo, log=print):
         dur = max(1, round(stop - start))
         p = subprocess.Popen(
             ["ip", "netns", "exec", "cli", "timeout", str(int(dur + 30)), "iperf3", "-c", SRV,
-             "-p", str(BASE_PORT + i), "-t", str(stop - start), "-C", algo, "-J"],
+             "-p", str(BASE_PORT + i), "-t", str(stop - start), "-C", cc, "-J"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         procs.append((i, start, p))
 
     uniform = len(set(flows)) == 1
-    if uniform:
+    if not flows:
+        per_flow = []  # a workload alone (the RC3 flow-completion scenarios)
+    elif uniform:
         # One flow set for the whole run: one iperf3 with parallel streams, so that all
         # start together even where process start-up is slow (the guest's normal clock).
         start, stop = flows[0]
         out = sh(f"ip netns exec cli timeout {int(stop + 30)} iperf3 -c {SRV} -p {BASE_PORT} "
-                 f"-t {stop - start} -P {len(flows)} -C {algo} -J", check=False).stdout
+                 f"-t {stop - start} -P {len(flows)} -C {cc} -J", check=False).stdout
         try:
             end = json.loads(out)["end"]
             cc = end.get("sender_tcp_congestion")
@@ -212,6 +269,9 @@ def run_scenario(sc, algo, log=print):
             os.unlink(fct_out)
     sampler.stop.set()
     sampler.join()
+    if os.environ.get("NETBENCH_COUNTERS"):
+        for ns in ("cli", "srv"):
+            log(f"{ns}: " + sh(f"ip netns exec {ns} nstat -az", check=False).stdout)
     lib("ns_cleanup")
 
     if sampler.error:
@@ -220,11 +280,11 @@ def run_scenario(sc, algo, log=print):
     res["samples"] = sampler.flows
     res["queue"] = sampler.queue
     errors = [f["error"] for f in per_flow if "error" in f]
-    wrong = [f["cc"] for f in per_flow if "cc" in f and f["cc"] != algo]
+    wrong = [f["cc"] for f in per_flow if "cc" in f and f["cc"] != cc]
     if errors:
         res["error"] = "; ".join(errors)[:500]
     elif wrong:
-        res["error"] = f"flows used {wrong[0]}, not {algo}"
+        res["error"] = f"flows used {wrong[0]}, not {cc}"
     else:
         res["ok"] = True
         res.update(summarize(sc, res))
@@ -273,6 +333,9 @@ def summarize(sc, res):
     flows = res["flows"]
     series = flow_series(res)
     cap = sc["rate_mbit"] * PAYLOAD_PER_FRAME
+    if not flows:
+        # A workload alone: its flow-completion times, RTTs and queue over its arrivals.
+        return workload_only_summary(sc, res, cap)
     a, b = sc.get("measure_s", [max(f["start_s"] for f in flows) + sc.get("warmup_s", 0.5),
                                 min(f["stop_s"] for f in flows) - 0.2])
     active = {i for i, f in enumerate(flows) if f["start_s"] <= a and f["stop_s"] >= b}
@@ -298,6 +361,21 @@ def summarize(sc, res):
     out["convergence_s"] = None if "fct" in res else convergence_time(flows, series, cap)
     if "fct" in res:
         out.update(fct_summary(sc, res["fct"]))
+    return out
+
+
+def workload_only_summary(sc, res, cap):
+    w = sc["workload"]
+    a, b = w.get("start_s", 0.0), w["stop_s"]
+    rtts = [s["rtt_us"] for s in res["samples"] if s["rtt_us"] and a <= s["t"] <= b]
+    queue = [q["pkts"] for q in res["queue"] if a <= q["t"] <= b]
+    out = {"window_s": [a, b], "rtt_p50_us": percentile(rtts, 50),
+           "rtt_p99_us": percentile(rtts, 99), "queue_p50_pkts": percentile(queue, 50),
+           "queue_p99_pkts": percentile(queue, 99), "retransmits": None, "jain": None,
+           "per_flow_mbps": [], "convergence_s": None}
+    out.update(fct_summary(sc, res["fct"]))
+    out["mbps"] = out["fct_mbps"]
+    out["util_pct"] = round(100 * out["fct_mbps"] / cap, 1)
     return out
 
 
@@ -366,7 +444,10 @@ def table(results, sc):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--scenario", help="scenario JSON file")
-    p.add_argument("--algo", help="with --scenario: the algorithm to run")
+    p.add_argument("--algo", help="with --scenario: the algorithm to run ('cubic', or "
+                   "'cubic+rc3' for RC3's low-priority loop beside it)")
+    p.add_argument("--rep", type=int, default=0,
+                   help="with --scenario: the repetition (a workload's seed is offset by it)")
     p.add_argument("--algos", default="cubic,dctcp")
     p.add_argument("--rate-mbit", type=int, default=100)
     p.add_argument("--delay-us", type=int, default=500)
@@ -378,7 +459,7 @@ def main():
     a = p.parse_args()
     if a.scenario:
         sc = json.load(open(a.scenario))
-        res = run_scenario(sc, a.algo)
+        res = run_scenario(sc, a.algo, rep=a.rep)
         if a.json:
             with open(a.json, "w") as f:
                 json.dump(res, f)

@@ -5,9 +5,11 @@
 The peer owns an interface that has no IP address in its namespace, so the kernel there
 ignores the traffic and this script alone answers: it completes the handshake, receives
 the stream the kernel under test sends, and shapes its ACKs by scenario (ECN echoes,
-holes with SACK, ACKs and SACK blocks beyond what was sent, malformed options). The
-kernel under test is a normal client in another namespace using the congestion control
-being tested. The script checks that every byte arrived, in order, exactly once.
+holes with SACK, ACKs and SACK blocks beyond what was sent, malformed options, and
+RC3's low-priority copies of the unsent tail: ACKs over them, inside them, beyond them).
+The kernel under test is a normal client in another namespace using the congestion control
+being tested (with TCP_RC3 on in the rc3_* scenarios only). The script checks that every
+byte arrived, in order, exactly once.
 
   pktpeer.py client --dst IP      (in the namespace under test; the peer starts it itself)
   pktpeer.py peer --iface DEV --ip IP --dut-ns NS --dut-ip IP --cc NAME --scenario S
@@ -36,7 +38,15 @@ import sys
 import time
 
 SCENARIOS = ("plain", "ecn_echo", "sack_hole", "ack_beyond_snd_nxt", "sack_beyond_snd_nxt",
-             "bad_options", "delay_stamps", "delay_refused", "delay_bad", "options_fuzz")
+             "bad_options", "delay_stamps", "delay_refused", "delay_bad", "options_fuzz",
+             "rc3_bump", "rc3_ack_mid_skb", "rc3_ack_beyond_write_seq", "rc3_ack_unsent_data",
+             "rc3_sack_beyond_snd_nxt")
+# RC3 (patches 0012-0014): the client turns TCP_RC3 on; its low-priority copies of the
+# unsent tail carry the policy's DSCP (tcp_rc3.ko's default: 1, Lower-Effort).
+TCP_RC3, RC3_DSCP = 47, 1
+# In these the peer's cumulative ACK never passes the sender's snd_nxt: what it holds
+# beyond is only SACKed, so any ACK bump would come from the scenario's own hostile ACK.
+RC3_CAPPED = ("rc3_ack_beyond_write_seq", "rc3_ack_unsent_data", "rc3_sack_beyond_snd_nxt")
 # The delay-stamp option (patches/0009): kind 253, RFC 6994 ExID.
 DELAY_KIND, DELAY_EXID = 253, 0xD1A7
 SO_MAX_PACING_RATE = 47
@@ -48,11 +58,13 @@ def pattern(n):
     return (block * (n // len(block) + 1))[:n]
 
 
-def transfer(dst, port, cc, nbytes, max_rate):
+def transfer(dst, port, cc, nbytes, max_rate, rc3=False):
     """One connection from the namespace under test: send the pattern, wait for the close."""
     data = pattern(nbytes)
     s = socket.socket()
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+    # Per socket (needs CAP_NET_ADMIN), so that the other scenarios keep RC3 off.
+    s.setsockopt(socket.IPPROTO_TCP, TCP_RC3, int(rc3))
     # A scripted peer in Python is slow: cap the sending rate (this also turns on TCP's
     # internal pacing) so that every controller's segments are answered as they arrive,
     # and a controller without slow start does not turn the peer's backlog into timeouts.
@@ -86,16 +98,16 @@ def tcpext():
 
 def client(args):
     """Serve the peer from inside the namespace under test, one request per stdin line:
-    "run PORT CC BYTES" makes a transfer, and reports it with the TcpExt counters read
-    before and after it. Each answer is one JSON line. (One process for every exchange:
-    Python starts slowly in UML.)"""
+    "run PORT CC BYTES RC3" makes a transfer (TCP_RC3 set to RC3), and reports it with the
+    TcpExt counters read before and after it. Each answer is one JSON line. (One process
+    for every exchange: Python starts slowly in UML.)"""
     for line in sys.stdin:
         words = line.split()
         try:
-            if len(words) == 4 and words[0] == "run":
+            if len(words) == 5 and words[0] == "run":
                 before = tcpext()
                 reply = transfer(args.dst, int(words[1]), words[2], int(words[3]),
-                                 args.max_rate)
+                                 args.max_rate, words[4] == "1")
                 after = tcpext()
                 reply["tcpext"] = {k: after[k] - before.get(k, 0) for k in after}
             else:
@@ -147,6 +159,9 @@ class Peer:
         self.Ether, self.IP = Ether, IP
         self.args = args
         self.sock = conf.L2socket(iface=args.iface)
+        # RC3 sends its copies of the tail in one unpaced burst: room for all of it while
+        # the peer answers packet by packet (scapy's default is 64 KB).
+        self.sock.ins.setsockopt(socket.SOL_SOCKET, 33, 4 << 20)  # SO_RCVBUFFORCE
         self.mac = get_if_hwaddr(args.iface)
         self.dut_mac = None
         self.rng = random.Random(args.seed)
@@ -177,15 +192,40 @@ class Peer:
         self.delay_echoes = 0        # echoes sent (bad ones in delay_bad)
         self.fuzzed_acks = 0         # ACKs whose options were drawn at random (options_fuzz)
         self.fuzz_rng = random.Random(args.seed * 1000003 + args.port)
+        self.window = 65535          # the window field of ACKs (scaled by 7 after the SYN)
+        # RC3: low-priority (LP) segments, told by their DS field, and what TCP's own
+        # (DSCP 0) segments show of its snd_nxt (highest_end, above).
+        self.lp_segments = 0
+        self.lp_bytes = 0
+        self.lp_dscps = set()
+        self.lp_bad = 0              # LP segments with an ECN codepoint or a timestamp
+        self.lp_end = None           # highest end of LP data seen
+        self.jumps = []              # (from, to): TCP's next segment started above its snd_nxt
+        self.bumped_resent = 0       # TCP segments overlapping a jump: data sent after a bump
+        self.dup_bytes = 0           # TCP payload the peer already held (from LP copies)
+        self.hostile = []            # ACKs the scenario sent beyond what the sender may take
+        self.hostile_lp_end = None   # lp_end when they were sent
+        self.mid = None              # rc3_ack_mid_skb: where the peer cut an LP segment
 
     # -- output ----------------------------------------------------------------------
-    def send(self, flags, options=b"", ece=False):
+    def ack_seq(self):
+        """The cumulative ACK: rcv_nxt, or in the capped RC3 scenarios at most the sender's
+        snd_nxt as its own segments show it."""
+        if self.rcv_nxt is None:
+            return 0
+        if self.args.scenario in RC3_CAPPED and \
+                ((self.rcv_nxt - self.highest_end) & 0xFFFFFFFF) in range(1, 1 << 31):
+            return self.highest_end
+        return self.rcv_nxt
+
+    def send(self, flags, options=b"", ece=False, ack=None, window=None):
         a = self.args
         dataofs = (20 + len(options)) // 4
         flag_bits = flags | (0x40 if ece else 0)
-        ack = self.rcv_nxt if self.rcv_nxt is not None else 0
+        ack = self.ack_seq() if ack is None else ack
         hdr = struct.pack("!HHIIBBHHH", a.port, self.cport, self.snd_nxt & 0xFFFFFFFF,
-                          ack & 0xFFFFFFFF, dataofs << 4, flag_bits, 65535, 0, 0) + options
+                          ack & 0xFFFFFFFF, dataofs << 4, flag_bits,
+                          self.window if window is None else window, 0, 0) + options
         pseudo = socket.inet_aton(a.ip) + socket.inet_aton(a.dut_ip) + struct.pack(
             "!BBH", 0, 6, len(hdr))
         csum = checksum(pseudo + hdr)
@@ -206,8 +246,11 @@ class Peer:
         return b"\x01\x01\x05" + bytes([2 + len(body)]) + body
 
     def sack_blocks(self):
-        """Contiguous ranges held above rcv_nxt, highest first (RFC 2018 puts the newest first)."""
+        """Contiguous ranges held above the cumulative ACK, highest first (RFC 2018 puts the
+        newest first)."""
         ranges = []
+        if self.ack_seq() != self.rcv_nxt:  # capped: what it holds above the ACK
+            ranges.append([self.ack_seq(), self.rcv_nxt])
         for seq in sorted(self.ooo):
             end = seq + len(self.ooo[seq])
             if ranges and seq <= ranges[-1][1]:
@@ -366,14 +409,26 @@ class Peer:
             if self.delay_ok:
                 syn_opts += struct.pack("!BBH", DELAY_KIND, 4, DELAY_EXID)
             self.snd_nxt = self.iss
-            self.send(0x12, syn_opts.ljust((len(syn_opts) + 3) // 4 * 4, b"\x01"), ece=self.ecn)
+            self.send(0x12, syn_opts.ljust((len(syn_opts) + 3) // 4 * 4, b"\x01"), ece=self.ecn,
+                      window=65535)
             self.snd_nxt = (self.iss + 1) & 0xFFFFFFFF
+            if a.scenario == "rc3_ack_unsent_data":
+                # The loop sends nothing beyond the window: after the SYN-ACK's 64 KB (what
+                # the loop sends at the first push), 39936 bytes from snd_una keep the
+                # tail unsent by the loop until TCP itself is within 40 KB of it.
+                self.window = 312
             return
         if self.rcv_nxt is None:
             return
         if flags & 0x80:
             self.saw_cwr += 1
             self.ece_until_cwr = False
+        if payload or flags & 0x01:
+            end = (seq + len(payload) + (flags & 0x01)) & 0xFFFFFFFF
+            if ip.tos >> 2:
+                self.lp_segment(ip, opts, seq, end)
+            else:
+                self.tcp_segment(seq, end, len(payload))
         if payload:
             self.segments += 1
             if 8 in delay:
@@ -393,6 +448,33 @@ class Peer:
             return
         if flags & 0x10 and self.fin_seen and not payload:
             self.done = True
+
+    def lp_segment(self, ip, opts, seq, end):
+        """A low-priority copy (RC3): never a FIN, Not-ECT, no timestamp (patch 0012)."""
+        self.lp_segments += 1
+        self.lp_bytes += (end - seq) & 0xFFFFFFFF
+        self.lp_dscps.add(ip.tos >> 2)
+        if ip.tos & 3 or b"\x08\x0a" in opts:
+            self.lp_bad += 1
+        if self.lp_end is None or ((end - self.lp_end) & 0xFFFFFFFF) in range(1, 1 << 31):
+            self.lp_end = end
+
+    def tcp_segment(self, seq, end, nbytes):
+        """One of TCP's own segments: follow its snd_nxt. A segment starting above it means
+        TCP skipped data (an ACK bump made it sent); one overlapping such a gap later sent
+        bumped data again."""
+        gap = (seq - self.highest_end) & 0xFFFFFFFF
+        if 0 < gap < 1 << 31:
+            self.jumps.append((self.highest_end, seq))
+        elif gap and any(((seq - lo) & 0xFFFFFFFF) < ((hi - lo) & 0xFFFFFFFF) or
+                         ((lo - seq) & 0xFFFFFFFF) < ((end - seq) & 0xFFFFFFFF)
+                         for lo, hi in self.jumps):
+            self.bumped_resent += 1
+        if ((end - self.highest_end) & 0xFFFFFFFF) in range(1, 1 << 31):
+            self.highest_end = end
+        elif nbytes:
+            # Nothing above what was already sent: a retransmission.
+            self.retransmissions += 1
 
     @staticmethod
     def delay_options(opts):
