@@ -160,6 +160,9 @@ def run_scenario(sc, algo, log=print, rep=0):
         # Per-namespace settings every algorithm of the scenario gets (socket buffers).
         sets = " ".join(f"{k}='{v}'" for k, v in values.items())
         sh(f"ip netns exec {ns} sysctl -qw {sets}")
+    if sc.get("initcwnd"):
+        # The sender's initial window, for every algorithm (the RC3 thesis's baseline: 4).
+        sh(f"ip -n cli route replace default via 10.10.1.2 initcwnd {sc['initcwnd']}")
     if sc.get("initrwnd"):
         # The receiver's first window, for every algorithm (RC3 sends only within it).
         sh(f"ip -n srv route replace 10.10.1.0/24 via 10.10.2.1 initrwnd {sc['initrwnd']}")
