@@ -8,7 +8,19 @@
 # (options_fuzz: a seeded grammar over the kernel's option parser, the new option's too).
 # Each transfer must arrive intact; the kernel must answer the bogus ACK with a challenge
 # ACK and discard the bogus SACK blocks (its MIB counters say so), and stay clean in dmesg.
-# These are the paths the DX and RC3 patches will change; the tests fix today's behaviour.
+# These are the paths the DX and RC3 patches change; the tests fix today's behaviour.
+#
+# With tcp_rc3.ko among the modules (RC3's policy at its defaults, patches 0012-0015), the
+# rc3_* scenarios turn TCP_RC3 on for their connection (the others keep it off and must see
+# no low-priority packet). The peer tells the low-priority copies of the tail by their DS
+# field (DSCP 1, Not-ECT, no timestamp; as many as TCPRC3Sent counts) and ACKs over them
+# cumulatively (rc3_bump: TCPRC3AckBump counts, TCP's next segment starts at the ACK and
+# it never sends bumped data), inside one of them (rc3_ack_mid_skb: the skb is split
+# there), beyond everything queued (rc3_ack_beyond_write_seq), over queued data the loop
+# had not sent (rc3_ack_unsent_data) or over the FIN, which the loop never sends
+# (rc3_ack_unsent_fin): these three must draw challenge ACKs and no bump, and the FIN come.
+# rc3_sack_beyond_snd_nxt only SACKs the copies: TCPSACKDiscard counts the blocks and TCP
+# sends what they cover (today's behaviour: accepting them is not done yet).
 #
 #   tcp_cc_packets.sh MODULE.ko [PARAM=VALUE...] [MODULE.ko [PARAM=VALUE...]]...
 set -u
@@ -19,6 +31,12 @@ SCENARIOS=(plain ecn_echo sack_hole ack_beyond_snd_nxt sack_beyond_snd_nxt bad_o
 	delay_stamps delay_refused delay_bad options_fuzz)
 # Controls that offer the delay-stamp option on their SYNs (TCP_CONG_DELAY_STAMPS).
 STAMP_CONTROLS=" dx "
+RC3_SCENARIOS=(rc3_bump rc3_ack_mid_skb rc3_ack_beyond_write_seq rc3_ack_unsent_data
+	rc3_ack_unsent_fin rc3_sack_beyond_snd_nxt)
+# Bumped packets reach every control's ACK processing (kept from its counts): rc3_bump runs
+# over each. The others test tcp_ack()'s checks and the bump's walk, before any control
+# sees the ACK: cubic is enough.
+RC3_EVERY_CONTROL=" rc3_bump "
 
 parse_module_args "$@" || { echo "usage: $0 MODULE.ko [PARAM=VALUE...]..." >&2; exit 4; }
 
@@ -39,6 +57,14 @@ controls=(cubic dctcp)
 for c in $(cat /proc/sys/net/ipv4/tcp_available_congestion_control); do
 	grep -qw "$c" <<<"$before" || controls+=("$c")
 done
+rc3=0
+for m in "${kos[@]}"; do [ "$(basename "$m")" = tcp_rc3.ko ] && rc3=1; done
+rc3_cases=()
+for s in "${RC3_SCENARIOS[@]}"; do
+	for cc in "${controls[@]}"; do
+		[ "$cc" = cubic ] || [[ "$RC3_EVERY_CONTROL" == *" $s "* ]] && rc3_cases+=("$cc:$s")
+	done
+done
 
 ip netns add $NS_DUT && ip netns add $NS_PEER || exit 1
 ip link add d0 netns $NS_DUT type veth peer name p0 netns $NS_PEER
@@ -55,7 +81,7 @@ peer_mac=$(ip -n $NS_PEER -o link show p0 | grep -o 'link/ether [0-9a-f:]*' | cu
 ip -n $NS_DUT neigh replace $PEER_IP lladdr "$peer_mac" dev d0 nud permanent
 ip netns exec $NS_DUT sysctl -qw net.ipv4.tcp_ecn=1
 
-ktap_plan $(( ${#controls[@]} * ${#SCENARIOS[@]} + 1 ))
+ktap_plan $(( ${#controls[@]} * ${#SCENARIOS[@]} + ${#rc3_cases[@]} + 1 ))
 dmesg -C
 # One peer process runs every exchange (scapy's import costs more than an exchange) and
 # checks the MIB counters around each: a challenge ACK for the ACK beyond snd_nxt, a
@@ -68,6 +94,15 @@ for cc in "${controls[@]}"; do
 		cases+=("$cc:$s:$port:$offer")
 	done
 done
+if [ $rc3 = 1 ]; then
+	for c in "${rc3_cases[@]}"; do
+		port=$((port + 1)) offer=0
+		[[ "$STAMP_CONTROLS" == *" ${c%%:*} "* ]] && offer=1
+		cases+=("$c:$port:$offer")
+	done
+else
+	for c in "${rc3_cases[@]}"; do ktap_skip "${c/:/ }" "no tcp_rc3.ko given (RC3's policy)"; done
+fi
 results=0
 shopt -s lastpipe # the loop below counts in this shell (the guest has no /dev/fd for <(...))
 ip netns exec $NS_PEER /usr/bin/python3 "$PEER" batch --iface p0 --ip $PEER_IP \

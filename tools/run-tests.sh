@@ -153,8 +153,9 @@ done
 selftest cc_stress selftests/tcp_cc_stress.sh "${stress_args[@]}"
 
 # Scripted TCP exchanges (tools/pktpeer.py) with every algorithm: ECN echoes, SACK holes,
-# ACK and SACK beyond snd_nxt, malformed options; data intact.
-selftest cc_packets selftests/tcp_cc_packets.sh "${stress_args[@]}"
+# ACK and SACK beyond snd_nxt, malformed options; data intact. With RC3's policy loaded,
+# ACKs over, inside and beyond the low-priority copies of the tail (patches 0012-0014).
+selftest cc_packets selftests/tcp_cc_packets.sh rust/tcp_rc3.ko "${stress_args[@]}"
 
 # Fault matrix: load/unload cycles under traffic, 1000 concurrent flows through one
 # bottleneck, netem faults with SHA-256-checked transfers, every invalid module parameter,
