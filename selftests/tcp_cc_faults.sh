@@ -12,10 +12,14 @@
 #   4. every module parameter, below its minimum and above its maximum, fails the load
 #      with a message naming it and its allowed range (table below);
 #   5. an unprivileged process selecting a control that is not allowed gets EPERM, and
-#      its socket keeps the control it had.
+#      its socket keeps the control it had;
+#   6. with -r RC3.ko, RC3's low-priority loop (patches 0011-0015) over cubic: the policy
+#      module loaded and unloaded under RC3 traffic (transfers checksummed, the loop runs
+#      while it is loaded and sends nothing once it is gone), the netem faults of item 3,
+#      and many concurrent flows, every one with RC3 on.
 #
 #   tcp_cc_faults.sh [-c CYCLES] [-f FLOWS] [-t FLOW_SECONDS] [-b BYTES] [-B BUDGET_S] \
-#                    MODULE.ko [PARAM=VALUE...] [MODULE.ko [PARAM=VALUE...]]...
+#                    [-r RC3.ko] MODULE.ko [PARAM=VALUE...] [MODULE.ko [PARAM=VALUE...]]...
 #
 # PARAM=VALUE words are insmod parameters of the module before them (as for
 # tcp_cc_stress.sh). Defaults: 200 cycles in all, 1000 flows for 8 s, 2000000-byte
@@ -85,13 +89,16 @@ usage() {
 	echo "usage: $0 [-c CYCLES] [-f FLOWS] [-t FLOW_SECONDS] [-b BYTES] [-B BUDGET_S] MODULE.ko [PARAM=VALUE...]..." >&2
 	exit 2
 }
-cycles=200 flows=1000 flow_seconds=8 xfer_bytes=2000000 budget=20
+cycles=200 flows=1000 flow_seconds=8 xfer_bytes=2000000 budget=20 rc3_ko=""
+# Item 6: policy load/unload cycles, and flows with RC3 on.
+RC3_CYCLES=50 RC3_FLOWS=200 RC3_FLOW_SECONDS=4
 # The debug kernel's sender gets to about 20 new flows a second (each write costs tens of
 # milliseconds there: 186 of 1000 flows had been written to after 8.9 s): there the flows
 # run 90 s, so that every flow is written to and "every flow made progress" still means it.
 debug_kernel && flow_seconds=90
-while getopts c:f:t:b:B: opt; do
+while getopts c:f:t:b:B:r: opt; do
 	case $opt in
+	r) rc3_ko=$OPTARG ;;
 	c) cycles=$OPTARG ;;
 	f) flows=$OPTARG ;;
 	t) flow_seconds=$OPTARG ;;
@@ -145,7 +152,9 @@ controls=$(printf '%s ' "${mod_controls[@]}" | xargs)
 n_controls=$(wc -w <<<"$controls")
 nk=${#kos[@]}
 
-ktap_plan $((3 * nk + 7 + n_controls * (${#FAULTS[@]} + 1)))
+rc3_tests=0
+[ -z "$rc3_ko" ] || rc3_tests=$((5 + ${#FAULTS[@]}))
+ktap_plan $((3 * nk + 7 + n_controls * (${#FAULTS[@]} + 1) + rc3_tests))
 diag "modules: ${kos[*]}; controls: ${controls:-none}"
 for i in "${!kos[@]}"; do
 	[ -n "${mod_controls[$i]}" ] ||
@@ -372,6 +381,139 @@ for fault in "${FAULTS[@]}"; do
 done
 tc -n $NS_RTR qdisc del dev r1 parent 1:1
 tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: pfifo limit $QUEUE_PKTS
+
+# ---------------------------------------------------------------- 6. RC3
+# RC3's loop runs in TCP's send and ACK paths whatever the control: it is tested over
+# cubic (built in), with net.ipv4.tcp_rc3=1 in the sender's namespace and send buffers
+# that hold a whole transfer, so that the loop copies real tails.
+rc3_sent() {
+	ip netns exec $NS_CLI awk '$1 == "TcpExt:" { if (!n) { for (i = 2; i <= NF; i++) c[$i] = i; n = 1 }
+		else v = $c["TCPRC3Sent"] } END { print v + 0 }' /proc/net/netstat
+}
+rc3_xfer() { # NAME BYTES SEED [transfer args...]: one checksummed cubic transfer
+	local name=$1 bytes=$2 seed=$3
+	shift 3
+	ip netns exec $NS_CLI python3 -I "$helper" transfer --dst $SRV_ADDR --port $PORT \
+		--control cubic --bytes "$bytes" --budget "$budget" --seed "$seed" \
+		--server-log "$out/server.log" "$@" > "$out/rc3.$name.json" 2> "$out/rc3.$name.err"
+}
+rc3_outcome() { json "$out/rc3.$1.json" "d['outcome']"; }
+if [ -n "$rc3_ko" ]; then
+	rc3_mod=$(modname "$rc3_ko")
+	wmem_before=$(ip netns exec $NS_CLI sysctl -n net.ipv4.tcp_wmem)
+	ip netns exec $NS_CLI sysctl -qw net.ipv4.tcp_rc3=1 net.ipv4.tcp_wmem="4096 4194304 8388608"
+
+	# 6a. The policy module loaded and unloaded while RC3 flows run: a background loop
+	# of 4 MB transfers throughout, and one 300 KB transfer per cycle.
+	touch "$out/rc3.bg.run"
+	(
+		n=0
+		while [ -e "$out/rc3.bg.run" ]; do
+			n=$((n + 1))
+			rc3_xfer "bg.$n" 4000000 $((5000 + n))
+			echo "$n $(rc3_outcome "bg.$n")" >> "$out/rc3.bg.log"
+		done
+	) &
+	bg_pid=$!
+	pids+=($bg_pid)
+	rc3_cycles() {
+		local c bad=0 sent0 loaded_sent=0 t0=$SECONDS before
+		sent0=$(rc3_sent)
+		for c in $(seq $RC3_CYCLES); do
+			insmod "$rc3_ko" || { echo "cycle $c: insmod failed"; return 1; }
+			rc3_xfer "cycle" 300000 "$c"
+			[ "$(rc3_outcome cycle)" = complete ] ||
+				{ bad=$((bad + 1)); echo "cycle $c: $(json "$out/rc3.cycle.json" "d['outcome'], d['errors']")"; }
+			# The policy module is not pinned by the sockets using it: rmmod succeeds
+			# while the background transfer runs, and the loop stops.
+			rmmod "$rc3_mod" || { echo "cycle $c: rmmod refused"; return 1; }
+		done
+		loaded_sent=$(($(rc3_sent) - sent0))
+		before=$(rc3_sent)
+		rc3_xfer "unloaded" 300000 1
+		echo "$RC3_CYCLES cycles in $((SECONDS - t0)) s, $bad transfers not intact;" \
+			"TCPRC3Sent +$loaded_sent over the cycles, +$(($(rc3_sent) - before)) in a transfer" \
+			"after the last unload ($(rc3_outcome unloaded))"
+		[ $bad = 0 ] && [ "$loaded_sent" -gt 0 ] && [ "$(rc3_sent)" = "$before" ] &&
+			[ "$(rc3_outcome unloaded)" = complete ]
+	}
+	rc3_cycles > "$out/rc3.cycles" 2>&1
+	rc3_cycles_status=$?
+	rm -f "$out/rc3.bg.run"
+	wait $bg_pid
+	if [ $rc3_cycles_status = 0 ]; then
+		ktap_ok "rc3: $RC3_CYCLES policy load/unload cycles under RC3 traffic: transfers intact, the loop runs only while loaded"
+	else
+		ktap_not_ok "rc3: $RC3_CYCLES policy load/unload cycles under RC3 traffic: transfers intact, the loop runs only while loaded"
+	fi
+	diag_lines "$(sed 's/^/rc3 cycles: /' "$out/rc3.cycles")"
+	bg_intact() {
+		local n bad
+		n=$(wc -l < "$out/rc3.bg.log" 2>/dev/null || echo 0)
+		bad=$(awk '$2 != "complete"' "$out/rc3.bg.log" 2>/dev/null | wc -l)
+		echo "$n background transfers of 4 MB across the cycles, $bad not intact"
+		[ "$n" -gt 0 ] && [ "$bad" = 0 ]
+	}
+	check "rc3: background transfers across the cycles intact" bg_intact
+	diag "rc3: $(bg_intact)"
+
+	# 6b. The netem faults of item 3, RC3 on, the policy loaded.
+	insmod "$rc3_ko" || diag "insmod $rc3_mod failed"
+	for fault in "${FAULTS[@]}"; do
+		name=${fault%%|*} args=${fault#*|}
+		flap=()
+		if [ "$args" = flap ]; then
+			args="loss 0%" flap=(--flap "$NS_RTR:r1" --flaps $FLAPS --flap-down-ms $FLAP_DOWN_MS)
+		fi
+		bottleneck "$args" || diag "tc netem $args failed"
+		before=$(rc3_sent)
+		xfer_n=$((xfer_n + 1))
+		rc3_xfer "fault" "$xfer_bytes" "$xfer_n" "${flap[@]}"
+		status=$?
+		ip -n $NS_RTR link set r1 up 2>/dev/null
+		outcome=$(rc3_outcome fault)
+		test_name="rc3: $name: cubic with RC3: $xfer_bytes bytes arrive intact"
+		if [ $status = 0 ] && [ "$outcome" = complete ]; then
+			ktap_ok "$test_name"
+		elif [ $status = 0 ] && [ "$outcome" = partial ] && [ "$name" = "$PARTIAL_OK_FAULT" ]; then
+			ktap_ok "$test_name (partial within the ${budget} s budget: progress, intact)"
+		else
+			ktap_not_ok "$test_name"
+			diag "outcome ${outcome:-?}; errors: $(json "$out/rc3.fault.json" "'; '.join(d['errors'])")"
+			diag_lines "$(cat "$out/rc3.fault.err")"
+		fi
+		diag "rc3: $name: ${outcome:-?}: $(json "$out/rc3.fault.json" "f\"{d['received']} of {d['bytes']} bytes in {d['seconds']} s, {d['retransmits']} retransmits\"")," \
+			"$(($(rc3_sent) - before)) packets at low priority"
+	done
+	tc -n $NS_RTR qdisc del dev r1 parent 1:1
+	tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: pfifo limit $QUEUE_PKTS
+
+	# 6c. Many concurrent flows, every one with RC3 on (send buffers that hold 256 KB).
+	rc3_queue=$((4 * RC3_FLOWS > QUEUE_PKTS ? 4 * RC3_FLOWS : QUEUE_PKTS))
+	tc -n $NS_RTR qdisc change dev r1 parent 1:1 handle 10: pfifo limit $rc3_queue
+	before=$(rc3_sent)
+	ip netns exec $NS_CLI python3 -I "$helper" flows --dst $SRV_ADDR --port $PORT \
+		--controls cubic --flows $RC3_FLOWS --seconds $RC3_FLOW_SECONDS --sndbuf 262144 \
+		--chunk 262144 > "$out/rc3.flows.json" 2> "$out/rc3.flows.err"
+	rc3_flows_status=$?
+	tc -n $NS_RTR qdisc change dev r1 parent 1:1 handle 10: pfifo limit $QUEUE_PKTS
+	rc3_flows_ok() {
+		local connected n stalled
+		connected=$(json "$out/rc3.flows.json" "d['connected']")
+		n=$(json "$out/rc3.flows.json" "d['no_progress']")
+		stalled=$(json "$out/rc3.flows.json" "d['stalled_second_half']")
+		[ "${connected:-0}" = $RC3_FLOWS ] && [ "${n:-1}" = 0 ] && [ "${stalled:-1}" = 0 ] &&
+			[ $rc3_flows_status = 0 ] ||
+			{ echo "connected ${connected:-?}, ${n:-?} without progress, ${stalled:-?} stalled;" \
+				"errors: $(json "$out/rc3.flows.json" "d['errors'][:5]") $(head -c 300 "$out/rc3.flows.err")"; return 1; }
+	}
+	check "rc3: $RC3_FLOWS concurrent flows with RC3: all connected, every one made progress, none stalled" rc3_flows_ok
+	rc3_flow_sent=$(($(rc3_sent) - before))
+	check "rc3: the flows sent at low priority" test "$rc3_flow_sent" -gt 0
+	diag "rc3 flows: $(json "$out/rc3.flows.json" "f\"{d['connected']} flows for {d['seconds']} s; bytes acked per flow min {d['bytes_min']} median {d['bytes_median']}, {d['retransmits']} retransmits, longest wait for an ACK {d['stall_max_s']} s\""); $rc3_flow_sent packets at low priority"
+	check "rmmod $rc3_mod" rmmod_retry "$rc3_mod"
+	ip netns exec $NS_CLI sysctl -qw net.ipv4.tcp_rc3=0 net.ipv4.tcp_wmem="$wmem_before"
+fi
 
 # ---------------------------------------------------------------- 5. unprivileged selection
 # Allow only reno and cubic, so that none of the controls under test is allowed (rust_reno

@@ -161,7 +161,7 @@ selftest cc_packets selftests/tcp_cc_packets.sh rust/tcp_rc3.ko "${stress_args[@
 # bottleneck, netem faults with SHA-256-checked transfers, every invalid module parameter,
 # unprivileged selection of a control that is not allowed (2 minutes on an idle 2-core
 # machine, 6 on the CI machine: the limit leaves room for a slower one).
-SELFTEST_TIMEOUT=900 selftest cc_faults selftests/tcp_cc_faults.sh "${stress_args[@]}"
+SELFTEST_TIMEOUT=900 selftest cc_faults selftests/tcp_cc_faults.sh -r rust/tcp_rc3.ko "${stress_args[@]}"
 
 # RC3's low-priority loop (patches 0011-0015) with its policy module: DSCP per level at a
 # strict-priority qdisc, ACK bumps kept from congestion control, data intact; over cubic,
