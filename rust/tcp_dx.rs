@@ -8,8 +8,11 @@
 //! tests; this file connects it to TCP:
 //! - the ops carry `TCP_CONG_DELAY_STAMPS`: an active open offers the delay-stamp TCP
 //!   option (patches/0009), and when the peer answers, every ACK that echoes a data
-//!   segment brings its one-way delay and network RTT (software stamps at the device
-//!   boundary); the queuing delay is the one-way delay less its base;
+//!   segment brings its one-way delay and network RTT; the queuing delay is the one-way
+//!   delay less its base. The samples come from the devices' hardware timestamps where both
+//!   ends have them on (patches/0016), else from software stamps at the device boundary;
+//!   the two clocks differ, so software samples are ignored while hardware ones keep
+//!   coming (any in the last `SILENT_ROUNDS` rounds);
 //! - when the peer does not answer (or on a passive open, whose SYN-ACK only echoes what
 //!   the peer offered), the queuing delay is the kernel's RTT sample less its minimum, and
 //!   `ss -ti` says so (`pacing_gain:3`); so it is after `SILENT_ROUNDS` rounds in a row
@@ -22,8 +25,8 @@
 //!
 //! `ss -ti` shows the state in the BBR layout: `mrtt` is DX's minimum network RTT (ms),
 //! `cwnd_gain` the last round's average queuing delay in microseconds, `pacing_gain` the
-//! source of its samples (2 software stamps, 3 RTT fallback, 0 none yet; 1 is kept for NIC
-//! stamps, which the stack does not deliver yet) and `bw` the stack's pacing rate.
+//! source of its samples (1 hardware stamps, 2 software stamps, 3 RTT fallback, 0 none yet)
+//! and `bw` the stack's pacing rate.
 
 use kernel::net::tcp::cong::{
     AckSample, Algorithm, CaState, DelaySource, Event, Flags, Info, InfoSock, Sock,
@@ -102,6 +105,10 @@ struct State {
     round_stamped: bool,
     /// Rounds in a row without one (saturating).
     silent_rounds: u8,
+    /// The current round had a hardware-stamped sample.
+    round_hw: bool,
+    /// Rounds in a row without one (saturating; `SILENT_ROUNDS` until the first).
+    hw_silent_rounds: u8,
 }
 
 /// Rounds in a row without a delay sample after which a connection that negotiated the
@@ -141,6 +148,7 @@ impl Algorithm for DxCc {
 
     fn init(sk: &mut Sock<'_>, st: &mut State) {
         st.stamps = sk.delay_stamps_negotiated();
+        st.hw_silent_rounds = SILENT_ROUNDS;
         Self::start_round(sk, st);
         Self::publish(sk, st);
     }
@@ -150,9 +158,17 @@ impl Algorithm for DxCc {
         let use_rtt = !st.stamps || st.silent_rounds >= SILENT_ROUNDS;
         let sample = match (sample.delay, use_rtt, sample.rtt_us) {
             (Some(d), _, _) if st.stamps => DelaySample {
-                // Device-boundary software stamps; the first samples of a connection may
-                // fall back to TCP's clock (DelaySource::Tcp), which is software too.
                 source: match d.source {
+                    DelaySource::Hardware => {
+                        st.round_hw = true;
+                        st.hw_silent_rounds = 0;
+                        StampSource::Hardware
+                    }
+                    // While hardware samples come, software ones (another clock) would
+                    // restart the estimator.
+                    _ if st.hw_silent_rounds < SILENT_ROUNDS => return,
+                    // Device-boundary software stamps; the first samples of a connection
+                    // may fall back to TCP's clock (DelaySource::Tcp), software too.
                     DelaySource::Device | DelaySource::Tcp => StampSource::Software,
                 },
                 owd_ns: d.owd_ns,
@@ -188,6 +204,12 @@ impl Algorithm for DxCc {
                 st.silent_rounds.saturating_add(1)
             };
             st.round_stamped = false;
+            st.hw_silent_rounds = if st.round_hw {
+                0
+            } else {
+                st.hw_silent_rounds.saturating_add(1)
+            };
+            st.round_hw = false;
             if sk.in_slow_start() {
                 if st.dx.exit_slow_start(&p) {
                     sk.set_cwnd(next);
@@ -415,6 +437,51 @@ mod tests {
         let cwnd = s.cwnd();
         assert!(cwnd < 11);
         assert_eq!(s.ssthresh(), cwnd);
+        Ok(())
+    }
+
+    /// A sample of `source` whose clocks are `offset_ns` apart, queued `q_ns`.
+    fn stamped_from(s: &mut TestSocket, source: DelaySource, offset_ns: u32, q_ns: u32) {
+        let sample = Stamped {
+            source,
+            owd_ns: offset_ns.wrapping_add(30_000 + q_ns),
+            net_rtt_ns: BASE_RTT_NS + q_ns,
+        };
+        s.pkts_acked_with_delay(1, -1, 0, Some(sample));
+    }
+
+    #[test]
+    fn hardware_samples_win_over_software_ones() -> Result {
+        let mut s = socket(true)?;
+        let mut end = 100_000u32;
+        let mut next_round = |s: &mut TestSocket| {
+            end += 100_000;
+            s.set_seq(end - 99_999, end, 0);
+            s.ack(end - 99_999, 1);
+        };
+        // Software first; then hardware, in a clock 1 s away: the estimator starts over.
+        stamped_from(&mut s, DelaySource::Device, OFFSET_NS, 0);
+        next_round(&mut s);
+        assert_eq!(gains(&mut s)?.0, 2 * 256);
+        stamped_from(&mut s, DelaySource::Hardware, 1_000_000_000, 0);
+        stamped_from(&mut s, DelaySource::Hardware, 1_000_000_000, 2_000);
+        // Interleaved software samples (another clock, 60 us of apparent queue) are ignored.
+        stamped_from(&mut s, DelaySource::Device, OFFSET_NS, 60_000);
+        next_round(&mut s);
+        // Hardware source; the round's queuing delay is the hardware samples' (a few us),
+        // not the software sample's 60 us.
+        let (source, q) = gains(&mut s)?;
+        assert_eq!(source, 256);
+        assert!(q <= 2 * 256);
+        // Without hardware samples for SILENT_ROUNDS rounds, software ones are used again.
+        for _ in 0..SILENT_ROUNDS {
+            stamped_from(&mut s, DelaySource::Device, OFFSET_NS, 0);
+            next_round(&mut s);
+            assert_eq!(gains(&mut s)?.0, 256);
+        }
+        stamped_from(&mut s, DelaySource::Device, OFFSET_NS, 0);
+        next_round(&mut s);
+        assert_eq!(gains(&mut s)?.0, 2 * 256);
         Ok(())
     }
 

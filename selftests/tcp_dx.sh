@@ -6,7 +6,11 @@
 #   samples reach dx (TCPDelayStampSample), none is bad, ss shows software stamps (source 2);
 # - with the receiver's net.ipv4.tcp_delay_stamps=0 the option is refused: dx falls back to
 #   the RTT (source 3 in ss), no sample and no bad option is counted, traffic flows;
-# - flows that do not use dx carry no option (no sample counted).
+# - flows that do not use dx carry no option (no sample counted);
+# - with hardware timestamping on at both ends (veth's emulated NIC clocks, with an offset,
+#   a drift and noise; CONFIG_VETH_HWTSTAMP_EMUL), the samples are hardware ones
+#   (TCPDelayStampHwSample), ss shows hardware stamps (source 1), none is bad; with the
+#   receiver's hardware stamping off again, software stamps come back (source 2).
 #
 #   tcp_dx.sh MODULE.ko [PARAM=VALUE...]
 set -u
@@ -17,7 +21,7 @@ RATE_MBIT=100 DELAY_US=500 QUEUE_PKTS=500 FLOWS=2 SECONDS_PER_RUN=3
 out=$(mktemp -d /run/selftest.XXXXXX)
 trap 'ns_cleanup; rm -rf "$out"' EXIT
 
-ktap_plan 16
+ktap_plan 22
 dmesg -C
 
 # rejects NAME PARAM=VALUE...: insmod must fail, and dmesg must name NAME and its range.
@@ -44,7 +48,7 @@ counter() {
 # the real-time priority) into $out/ss.NAME; counters before and after in $out/ctr.NAME.
 run() {
 	local name=$1 cc=$2 c
-	for c in TCPDelayStampSample TCPDelayStampBad; do
+	for c in TCPDelayStampSample TCPDelayStampBad TCPDelayStampHwSample; do
 		echo "$c $(counter $NS_CLI $c) $(counter $NS_SRV $c)"
 	done > "$out/ctr0.$name"
 	ip netns exec $NS_CLI timeout 30 iperf3 -c $SRV_ADDR -J -P $FLOWS -t $SECONDS_PER_RUN \
@@ -56,7 +60,7 @@ run() {
 		sleep 0.2
 	done
 	wait $pid
-	for c in TCPDelayStampSample TCPDelayStampBad; do
+	for c in TCPDelayStampSample TCPDelayStampBad TCPDelayStampHwSample; do
 		echo "$c $(counter $NS_CLI $c) $(counter $NS_SRV $c)"
 	done > "$out/ctr1.$name"
 }
@@ -103,8 +107,41 @@ diag "option negotiated: $(throughput stamps 2>&1), samples $(delta stamps TCPDe
 check "option negotiated: delay samples reach dx" test "$(delta stamps TCPDelayStampSample 2)" -gt 100
 check "option negotiated: no bad option on either side" \
 	test "$(delta stamps TCPDelayStampBad 2)" -eq 0 -a "$(delta stamps TCPDelayStampBad 3)" -eq 0
+check "option negotiated: no hardware sample without hardware stamping" \
+	test "$(delta stamps TCPDelayStampHwSample 2)" -eq 0
 ss_check stamps "option negotiated: ss shows software stamps (pacing_gain:2)" test "$(sources stamps)" = "2 "
 diag "dx ss sample: $(grep -o 'bbr:([^)]*)' "$out/ss.stamps" | tail -1)"
+
+# Hardware stamps: the sender's device stamps t1 and t4, the receiver's t2, each from its
+# own emulated clock (seconds apart, one drifting 40 ppm, the paper's figure, with 300 ns
+# of noise on both), enabled the standard way (SIOCSHWTSTAMP).
+TSTAMP=$(dirname "$0")/../tools/tstamp.py
+hw_on() { # NS DEV OFFSET_NS DRIFT_PPB NOISE_NS
+	local f=/sys/class/net/$2/hwts_emul
+	ip netns exec "$1" sh -c "echo $3 > $f/offset_ns && echo $4 > $f/drift_ppb && echo $5 > $f/noise_ns" &&
+		ip netns exec "$1" python3 "$TSTAMP" hwenable "$2" >/dev/null
+}
+# A transmit stamp reaches TCP only for an skb the driver gets whole: software GSO's
+# segments are new skbs. A NIC with TSO stamps TCP's skb; here each skb is one segment.
+gso_segs() { ip -n $NS_CLI link set dev c0 gso_max_segs "$1" && ip -n $NS_SRV link set dev s0 gso_max_segs "$1"; }
+check "hardware stamping on at both ends (SIOCSHWTSTAMP)" \
+	eval 'gso_segs 1 && hw_on $NS_CLI c0 5000000000 0 300 && hw_on $NS_SRV s0 -3000000000 40000 300'
+run hw dx
+check "hardware stamps: dx carries traffic (>= $((MIN_BPS / 1000)) kbit/s)" throughput hw
+diag "hardware stamps: $(throughput hw 2>&1), samples $(delta hw TCPDelayStampSample 2), hardware $(delta hw TCPDelayStampHwSample 2), bad $(delta hw TCPDelayStampBad 2)/$(delta hw TCPDelayStampBad 3) (cli/srv)"
+check "hardware stamps: most samples are hardware ones" \
+	test "$(( $(delta hw TCPDelayStampHwSample 2) * 2 ))" -gt "$(delta hw TCPDelayStampSample 2)" \
+	-a "$(delta hw TCPDelayStampHwSample 2)" -gt 100
+check "hardware stamps: no bad option on either side" \
+	test "$(delta hw TCPDelayStampBad 2)" -eq 0 -a "$(delta hw TCPDelayStampBad 3)" -eq 0
+ss_check hw "hardware stamps: ss shows hardware stamps (pacing_gain:1)" test "$(sources hw)" = "1 "
+diag "dx ss sample: $(grep -o 'bbr:([^)]*)' "$out/ss.hw" | tail -1)"
+ip netns exec $NS_SRV python3 "$TSTAMP" hwenable s0 --off >/dev/null
+run hwoff dx
+ss_check hwoff "receiver's hardware stamping off: software stamps again (pacing_gain:2)" \
+	test "$(sources hwoff)" = "2 "
+ip netns exec $NS_CLI python3 "$TSTAMP" hwenable c0 --off >/dev/null
+gso_segs 65535
 
 ip netns exec $NS_SRV sysctl -qw net.ipv4.tcp_delay_stamps=0
 run refused dx

@@ -2,8 +2,8 @@
 # The project's whole test suite (`make test`):
 #   1. host: cargo test of the pure control-law core, and the style checks (make check);
 #   2. KUnit in UML: the abstraction's suite at boot, each module's suite on insmod;
-#   3. netns selftests in UML, kselftest TAP, one boot per module, and one of the bench's
-#      instruments.
+#   3. netns selftests in UML, kselftest TAP, one boot per module, the timestamping tool,
+#      and one of the bench's instruments.
 # Prints every result, then a last line "N passed, N failed". Exit status 0 only if
 # nothing failed and every expected suite reported.
 set -uo pipefail
@@ -80,6 +80,14 @@ else
 		pass "make check"
 	else
 		cat "$work/check.log"; fail "make check"
+	fi
+
+	echo "== host: Python unit tests of the tools (tools/test_*.py)"
+	if python3 -m unittest discover -s tools -p 'test_*.py' > "$work/pyunit.log" 2>&1; then
+		n=$(awk '/^Ran [0-9]+ test/ {print $2}' "$work/pyunit.log")
+		passed=$((passed + n)); echo "PASS python unittest: $n tests"
+	else
+		cat "$work/pyunit.log"; fail "python unittest (tools/test_*.py)"
 	fi
 
 	echo "== host: fuzz smoke (make fuzz-smoke: every target of rust/core/fuzz from the kept corpus)"
@@ -167,6 +175,11 @@ SELFTEST_TIMEOUT=900 selftest cc_faults selftests/tcp_cc_faults.sh -r rust/tcp_r
 # strict-priority qdisc, ACK bumps kept from congestion control, data intact; over cubic,
 # dctcp and every algorithm of the modules.
 selftest rc3 selftests/tcp_rc3.sh rust/tcp_rc3.ko "${stress_args[@]}"
+
+# User-space SO_TIMESTAMPING (tools/tstamp.py): capabilities, hardware stamping on and off,
+# and the UDP ping-pong's RTT and one-way-delay noise per stamp source, software and veth's
+# emulated hardware clock (DX's accuracy figures).
+selftest tstamp selftests/tcp_tstamp.sh
 
 # The bench's instruments (netlink sampler, flow-size workload) measure what they claim.
 selftest bench_tools selftests/bench_tools.sh
