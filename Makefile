@@ -79,10 +79,10 @@ setup-debug:
 test-debug:
 	$(MAKE) test KERNEL_FLAVOR=debug
 
-# Its shortened form, which CI runs (tools/ci-debug.sh): KUnit and the selftest of the TCP
-# paths the newest patches change (RC3), without the host part, which does not depend on the
-# kernel.
-DEBUG_SHORT_SELFTESTS := rc3
+# Its shortened form, which CI runs (tools/ci-debug.sh): KUnit and the selftests of the
+# paths the newest patches change (RC3; the delay-stamp option's hardware stamps and veth's
+# emulated NIC clock), without the host part, which does not depend on the kernel.
+DEBUG_SHORT_SELFTESTS := rc3 tcp_dx tstamp
 test-debug-short:
 	$(MAKE) test KERNEL_FLAVOR=debug SELFTESTS="$(DEBUG_SHORT_SELFTESTS)" RFL_HOST_TESTS=0
 

@@ -8,9 +8,10 @@
 #   the RTT (source 3 in ss), no sample and no bad option is counted, traffic flows;
 # - flows that do not use dx carry no option (no sample counted);
 # - with hardware timestamping on at both ends (veth's emulated NIC clocks, with an offset,
-#   a drift and noise; CONFIG_VETH_HWTSTAMP_EMUL), the samples are hardware ones
-#   (TCPDelayStampHwSample), ss shows hardware stamps (source 1), none is bad; with the
-#   receiver's hardware stamping off again, software stamps come back (source 2).
+#   a drift and noise; CONFIG_VETH_HWTSTAMP_EMUL) but net.ipv4.tcp_delay_stamps_hw at its
+#   default 0, no sample is a hardware one; with it 1 on both hosts, the samples are
+#   hardware ones (TCPDelayStampHwSample), ss shows hardware stamps (source 1), none is
+#   bad; with the receiver's hardware stamping off again, software stamps come back.
 #
 #   tcp_dx.sh MODULE.ko [PARAM=VALUE...]
 set -u
@@ -21,7 +22,7 @@ RATE_MBIT=100 DELAY_US=500 QUEUE_PKTS=500 FLOWS=2 SECONDS_PER_RUN=3
 out=$(mktemp -d /run/selftest.XXXXXX)
 trap 'ns_cleanup; rm -rf "$out"' EXIT
 
-ktap_plan 22
+ktap_plan 23
 dmesg -C
 
 # rejects NAME PARAM=VALUE...: insmod must fail, and dmesg must name NAME and its range.
@@ -126,6 +127,10 @@ hw_on() { # NS DEV OFFSET_NS DRIFT_PPB NOISE_NS
 gso_segs() { ip -n $NS_CLI link set dev c0 gso_max_segs "$1" && ip -n $NS_SRV link set dev s0 gso_max_segs "$1"; }
 check "hardware stamping on at both ends (SIOCSHWTSTAMP)" \
 	eval 'gso_segs 1 && hw_on $NS_CLI c0 5000000000 0 300 && hw_on $NS_SRV s0 -3000000000 40000 300'
+run hwoptout dx
+check "hardware stamping on, tcp_delay_stamps_hw=0: no hardware sample, samples still come" \
+	test "$(delta hwoptout TCPDelayStampHwSample 2)" -eq 0 -a "$(delta hwoptout TCPDelayStampSample 2)" -gt 100
+for ns in $NS_CLI $NS_SRV; do ip netns exec $ns sysctl -qw net.ipv4.tcp_delay_stamps_hw=1; done
 run hw dx
 check "hardware stamps: dx carries traffic (>= $((MIN_BPS / 1000)) kbit/s)" throughput hw
 diag "hardware stamps: $(throughput hw 2>&1), samples $(delta hw TCPDelayStampSample 2), hardware $(delta hw TCPDelayStampHwSample 2), bad $(delta hw TCPDelayStampBad 2)/$(delta hw TCPDelayStampBad 3) (cli/srv)"

@@ -390,6 +390,7 @@ def scenario_section(name, sc, rs, meta, calibration):
             f"{fmt(r['jain'], '{:.3f}')} | {fmt(r['convergence_s'], '{:.1f}')} | "
             f"{fmt(r['idle_rtt_us'])} | {fmt(r.get('wall_s'))} |")
     out += spread_rows(rs)
+    out += stamp_rows(rs)
     out += fct_rows(rs)
     out += rc3_rows(rs)
     if calibration:
@@ -532,17 +533,37 @@ def update_readme(lines):
 def spread_rows(rs):
     """For repeated runs: median and (min-max) per algorithm, when the runs differ."""
     rows = []
+
+    def cell(ok, k, spec="{:.0f}"):
+        xs = sorted(r[k] for r in ok if r.get(k) is not None)
+        if not xs:
+            return "-"
+        return f"{spec.format(xs[len(xs) // 2])} ({spec.format(xs[0])}-{spec.format(xs[-1])})"
+
     for algo in dict.fromkeys(r["algo"] for r in rs):
         ok = [r for r in rs if r["algo"] == algo and r.get("ok")]
-        keys = ["mbps", "rtt_p50_us", "rtt_p99_us"]
+        keys = ["mbps", "rtt_p50_us", "rtt_p99_us", "queue_p50_pkts"]
         if len(ok) < 2 or all(ok[0][k] == r[k] for r in ok for k in keys):
             continue
-        cells = []
-        for k in keys:
-            xs = sorted(r[k] for r in ok if r[k] is not None)
-            cells.append(f"{xs[len(xs) // 2]:.0f} ({xs[0]:.0f}-{xs[-1]:.0f})" if xs else "-")
-        rows.append(f"| {algo} | median (min-max) of {len(ok)} | {cells[0]} | | {cells[1]} | "
-                    f"{cells[2]} | | | | | | |")
+        rows.append(f"| {algo} | median (min-max) of {len(ok)} | {cell(ok, 'mbps')} | "
+                    f"{cell(ok, 'util_pct', '{:.1f}%')} | {cell(ok, 'rtt_p50_us')} | "
+                    f"{cell(ok, 'rtt_p99_us')} | {cell(ok, 'queue_p50_pkts')} / "
+                    f"{cell(ok, 'queue_p99_pkts')} | {cell(ok, 'retransmits')} | "
+                    f"{cell(ok, 'jain', '{:.3f}')} | | | |")
+    return rows
+
+
+def stamp_rows(rs):
+    """Where the delay-stamp option ran: the sender's samples, and how many were hardware
+    ones (TcpExt TCPDelayStampSample, TCPDelayStampHwSample), per run."""
+    ok = [r for r in rs if r.get("ok") and "stamp_samples" in r]
+    if not ok:
+        return []
+    rows = ["", "Delay samples the sender's congestion control got, per run (of which from "
+            "hardware stamps):", "", "| algorithm | run | samples | hardware |", "|---|---:|---:|---:|"]
+    for r in ok:
+        rows.append(f"| {r['algo']} | {r.get('rep', 0)} | {r['stamp_samples']} | "
+                    f"{r['stamp_hw_samples']} |")
     return rows
 
 

@@ -20,6 +20,7 @@ The second (used by `make demo`) prints a table.
 import argparse
 import json
 import os
+import random
 import re
 import subprocess
 import sys
@@ -116,12 +117,59 @@ class Sampler(threading.Thread):
 
 
 def split_algo(algo):
-    """"cubic+rc3" -> ("cubic", True): the congestion control, and whether RC3's
-    low-priority loop runs beside it (patches 0011-0015, rust/tcp_rc3.ko loaded)."""
+    """"cubic+rc3" -> ("cubic", {"rc3": True}): the congestion control, and its variant:
+    +rc3   RC3's low-priority loop beside it (patches 0011-0015, rust/tcp_rc3.ko loaded);
+    +hw    the delay-stamp option on the NICs' hardware stamps (veth's emulated clocks,
+           patch 0018); +hwN adds N ns of timestamp noise (standard deviation) at the
+           receiver's NIC, so the one-way delay carries that noise (DX's Fig 11);
+    +rtt   the receiver refuses the delay-stamp option (dx's RTT fallback)."""
     base, _, extra = algo.partition("+")
-    if extra not in ("", "rc3"):
-        sys.exit(f"error: unknown variant '+{extra}' in '{algo}' (only '+rc3')")
-    return base, extra == "rc3"
+    m = re.fullmatch(r"hw(\d*)", extra)
+    if extra == "rc3":
+        return base, {"rc3": True}
+    if m:
+        return base, {"hw_noise_ns": int(m.group(1) or 0)}
+    if extra == "rtt":
+        return base, {"rtt": True}
+    if extra:
+        sys.exit(f"error: unknown variant '+{extra}' in '{algo}' (+rc3, +hw[N], +rtt)")
+    return base, {}
+
+
+TSTAMP = os.path.join(ROOT, "tools", "tstamp.py")
+
+
+def hardware_stamps(noise_ns):
+    """Hardware timestamping on at the sender's and the receiver's NICs (c0, s0), and
+    used for the delay-stamp option (net.ipv4.tcp_delay_stamps_hw), each with its own
+    emulated clock: the sender's 5 s ahead, the receiver's 3 s behind and
+    drifting 40 ppm (DX's figure), and `noise_ns` of noise on the receiver's."""
+    for ns, dev, offset, drift, noise in (("cli", "c0", 5_000_000_000, 0, 0),
+                                          ("srv", "s0", -3_000_000_000, 40_000, noise_ns)):
+        f = f"/sys/class/net/{dev}/hwts_emul"
+        sh(f"ip netns exec {ns} sh -c 'echo {offset} > {f}/offset_ns && "
+           f"echo {drift} > {f}/drift_ppb && echo {noise} > {f}/noise_ns'")
+        sh(f"ip netns exec {ns} python3 {TSTAMP} hwenable {dev}")
+        sh(f"ip netns exec {ns} sysctl -qw net.ipv4.tcp_delay_stamps_hw=1", check=False)
+
+
+def stamp_counters():
+    """The sender's delay-stamp counters (samples delivered, of which hardware ones)."""
+    out = sh("ip netns exec cli nstat -az TcpExtTCPDelayStampSample "
+             "TcpExtTCPDelayStampHwSample", check=False).stdout
+    vals = dict(re.findall(r"TcpExt(TCPDelayStamp\w+)\s+(\d+)", out))
+    return {"stamp_samples": int(vals.get("TCPDelayStampSample", 0)),
+            "stamp_hw_samples": int(vals.get("TCPDelayStampHwSample", 0))}
+
+
+def jitter_starts(sc, flows, rep):
+    """Each flow's start moved by a seeded random delay of up to `start_jitter_ms`
+    (repetition `rep` draws its own), so that repetitions differ."""
+    ms = sc.get("start_jitter_ms", 0)
+    if not ms:
+        return flows
+    rng = random.Random(1000 + rep)
+    return [(round(a + rng.uniform(0, ms / 1000), 4), b) for a, b in flows]
 
 
 # The DS fields of RC3's levels: Lower-Effort (DSCP 1, RFC 8622, the default map) and
@@ -148,11 +196,21 @@ def add_priority_queues(ns, dev, parent, limit):
 
 
 def run_scenario(sc, algo, log=print, rep=0):
-    cc, rc3 = split_algo(algo)
+    cc, variant = split_algo(algo)
+    rc3 = variant.get("rc3", False)
     ecn_k = sc.get("ecn_k_pkts", "") if cc in ECN_ALGOS else ""
-    flows = expand_flows(sc)
+    flows = jitter_starts(sc, expand_flows(sc), rep)
     lib(f"setup_dumbbell {sc['rate_mbit']} {sc['delay_us']} {sc['queue_pkts']} "
         f"'{ecn_k}' {sc.get('mtu', 1500)}")
+    if sc.get("gso_max_segs"):
+        # TCP's skbs of at most this many segments, for every algorithm: a hardware
+        # transmit stamp reaches TCP only for an skb the driver gets whole.
+        for ns, dev in (("cli", "c0"), ("srv", "s0")):
+            sh(f"ip -n {ns} link set dev {dev} gso_max_segs {sc['gso_max_segs']}")
+    if "hw_noise_ns" in variant:
+        hardware_stamps(variant["hw_noise_ns"])
+    if variant.get("rtt"):
+        sh("ip netns exec srv sysctl -qw net.ipv4.tcp_delay_stamps=0")
     for key, value in sc.get("guest_sysctls", {}).items():
         # Global (not per-namespace) settings: the veth backlog a burst lands in.
         sh(f"sysctl -qw {key}='{value}'")
@@ -213,10 +271,11 @@ def run_scenario(sc, algo, log=print, rep=0):
         delay = start - (time.monotonic() - t0)
         if delay > 0:
             time.sleep(delay)
+        # iperf3 takes whole seconds (it truncates "2.98" to 2).
         dur = max(1, round(stop - start))
         p = subprocess.Popen(
             ["ip", "netns", "exec", "cli", "timeout", str(int(dur + 30)), "iperf3", "-c", SRV,
-             "-p", str(BASE_PORT + i), "-t", str(stop - start), "-C", cc, "-J"],
+             "-p", str(BASE_PORT + i), "-t", str(dur), "-C", cc, "-J"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         procs.append((i, start, p))
 
@@ -272,6 +331,8 @@ def run_scenario(sc, algo, log=print, rep=0):
             os.unlink(fct_out)
     sampler.stop.set()
     sampler.join()
+    if cc in STAMP_ALGOS:
+        res.update(stamp_counters())
     if os.environ.get("NETBENCH_COUNTERS"):
         for ns in ("cli", "srv"):
             log(f"{ns}: " + sh(f"ip netns exec {ns} nstat -az", check=False).stdout)
