@@ -9,6 +9,9 @@
 #   3. netem faults at the bottleneck (loss 0/1/5/10%, reordering, duplication,
 #      corruption, delay jitter, link flaps): a fixed transfer per fault and control,
 #      SHA-256 of what arrived checked against what was sent; throughput and retransmits;
+#      where the kernel has veth's emulated NIC clocks (patch 0018), with hardware
+#      timestamping on at both hosts and net.ipv4.tcp_delay_stamps_hw=1, so that dx's
+#      transfers run on hardware delay stamps (patch 0016) through every fault, counted;
 #   4. every module parameter, below its minimum and above its maximum, fails the load
 #      with a message naming it and its allowed range (table below);
 #   5. an unprivileged process selecting a control that is not allowed gets EPERM, and
@@ -156,7 +159,7 @@ nk=${#kos[@]}
 
 rc3_tests=0
 [ -z "$rc3_ko" ] || rc3_tests=$((5 + ${#FAULTS[@]}))
-ktap_plan $((3 * nk + 7 + n_controls * (${#FAULTS[@]} + 1) + rc3_tests))
+ktap_plan $((3 * nk + 8 + n_controls * (${#FAULTS[@]} + 1) + rc3_tests))
 diag "modules: ${kos[*]}; controls: ${controls:-none}"
 for i in "${!kos[@]}"; do
 	[ -n "${mod_controls[$i]}" ] ||
@@ -348,6 +351,36 @@ bottleneck() { # netem arguments, at the bottleneck's leaf
 	# shellcheck disable=SC2086
 	tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: netem $* limit $QUEUE_PKTS
 }
+# Hardware delay stamps through the faults: each host's NIC clock its own (seconds apart,
+# one drifting 20 ppm, 500 ns of noise), single-segment skbs so that transmit stamps reach
+# TCP (see README, "Hardware stamps").
+TSTAMP=$(dirname "$0")/../tools/tstamp.py
+stamp_counter() { # NAME: the sender's TcpExt counter
+	ip netns exec $NS_CLI awk -v name="$1" '$1 == "TcpExt:" { if (!n) { for (i = 2; i <= NF; i++) c[$i] = i; n = 1 }
+		else v = $c[name] } END { print v + 0 }' /proc/net/netstat
+}
+hw_stamps() { # on|off
+	local nd ns dev
+	for nd in "$NS_CLI:c0:4000000000:0" "$NS_SRV:s0:-2000000000:20000"; do
+		IFS=: read -r ns dev offset drift <<<"$nd"
+		if [ "$1" = on ]; then
+			ip netns exec "$ns" sh -c "cd /sys/class/net/$dev/hwts_emul && echo $offset > offset_ns &&
+				echo $drift > drift_ppb && echo 500 > noise_ns" &&
+			ip netns exec "$ns" python3 "$TSTAMP" hwenable "$dev" > /dev/null &&
+			ip netns exec "$ns" sysctl -qw net.ipv4.tcp_delay_stamps_hw=1 &&
+			ip -n "$ns" link set dev "$dev" gso_max_segs 1 || return 1
+		else
+			ip netns exec "$ns" python3 "$TSTAMP" hwenable "$dev" --off > /dev/null
+			ip netns exec "$ns" sysctl -qw net.ipv4.tcp_delay_stamps_hw=0
+			ip -n "$ns" link set dev "$dev" gso_max_segs 65535
+		fi
+	done
+}
+hw_on=0
+if ip netns exec $NS_CLI test -d /sys/class/net/c0/hwts_emul && hw_stamps on; then
+	hw_on=1
+	hw0=$(stamp_counter TCPDelayStampHwSample) bad0=$(stamp_counter TCPDelayStampBad)
+fi
 xfer_n=0
 for fault in "${FAULTS[@]}"; do
 	name=${fault%%|*} args=${fault#*|}
@@ -383,6 +416,19 @@ for fault in "${FAULTS[@]}"; do
 done
 tc -n $NS_RTR qdisc del dev r1 parent 1:1
 tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: pfifo limit $QUEUE_PKTS
+hw_test="netem faults: dx's transfers ran on hardware delay stamps (TCPDelayStampHwSample)"
+if [ $hw_on = 1 ]; then
+	hw_n=$(($(stamp_counter TCPDelayStampHwSample) - hw0)) bad_n=$(($(stamp_counter TCPDelayStampBad) - bad0))
+	hw_stamps off
+	diag "netem faults with hardware stamps on: $hw_n hardware delay samples, $bad_n options counted bad at the sender"
+	if [[ " $controls " == *" dx "* ]]; then
+		check "$hw_test" test "$hw_n" -gt 0
+	else
+		ktap_skip "$hw_test" "no dx among the controls"
+	fi
+else
+	ktap_skip "$hw_test" "no emulated NIC clock on the testbed's veth (CONFIG_VETH_HWTSTAMP_EMUL)"
+fi
 
 # ---------------------------------------------------------------- 6. RC3
 # RC3's loop runs in TCP's send and ACK paths whatever the control: it is tested over
