@@ -328,7 +328,7 @@ class Peer:
                 opt = bytes([5, length]) + blocks
             elif pick in (3, 4):  # the delay-stamp option, any length, any stamps
                 body = struct.pack("!H", DELAY_EXID if r.randrange(4) else r.randrange(65536))
-                n = r.choice((0, 2, 4, 12, r.randrange(16)))
+                n = r.choice((0, 2, 4, 12, 16, r.randrange(20)))
                 body += bytes(byte() for _ in range(n))
                 length = 2 + len(body) if r.randrange(4) else r.randrange(256)
                 opt = bytes([DELAY_KIND, length]) + body
@@ -337,7 +337,8 @@ class Peer:
                 t1, t2 = self.delay_pending
                 opt = self.delay_echo(t1 + r.choice((0, 1, -1, 1 << 31, r.randrange(1 << 32))),
                                       t2 + r.randrange(1 << 32),
-                                      r.choice((0, 0x7FFFFFFF, 0xFFFFFFFF, r.randrange(1 << 32))))
+                                      r.choice((0, 0x7FFFFFFF, 0xFFFFFFFF, r.randrange(1 << 32))),
+                                      hw=r.choice((None, r.randrange(1 << 32))))
             elif pick == 6:  # a silly length: 0 or 1 (the parser must stop), or too long
                 opt = bytes([r.choice((2, 3, 5, 30, 34, 99, DELAY_KIND, 254)),
                              r.choice((0, 1, left + 1, 255))])
@@ -350,9 +351,15 @@ class Peer:
             out += bytes(9 if b == 8 else b for b in opt)  # see above: never a byte 8, anywhere
         return out[:room]
 
-    def delay_echo(self, t1, t2, hold):
-        return struct.pack("!BBHIII", DELAY_KIND, 16, DELAY_EXID, t1 & 0xFFFFFFFF,
-                           t2 & 0xFFFFFFFF, hold & 0xFFFFFFFF)
+    def delay_echo(self, t1, t2, hold, hw=None):
+        """An echo; with `hw`, the 20-byte form that adds a hardware receive stamp t2'
+        (patches/0016), which a sender without hardware stamps must take as the
+        16-byte one."""
+        if hw is None:
+            return struct.pack("!BBHIII", DELAY_KIND, 16, DELAY_EXID, t1 & 0xFFFFFFFF,
+                               t2 & 0xFFFFFFFF, hold & 0xFFFFFFFF)
+        return struct.pack("!BBHIIII", DELAY_KIND, 20, DELAY_EXID, t1 & 0xFFFFFFFF,
+                           t2 & 0xFFFFFFFF, hold & 0xFFFFFFFF, hw & 0xFFFFFFFF)
 
     def delay_opt(self):
         """The echo of the newest in-order segment's stamps (delay_stamps), or a malformed,
@@ -361,7 +368,9 @@ class Peer:
         t1, t2 = self.delay_pending
         hold = (time.time_ns() - t2) & 0x7FFFFFFF
         if self.args.scenario == "delay_stamps":
-            return self.delay_echo(t1, t2, hold)
+            # Every other echo in the hardware form: valid too, its t2' unused here.
+            hw = time.time_ns() if self.delay_echoes % 2 else None
+            return self.delay_echo(t1, t2, hold, hw=hw)
         cases = [
             struct.pack("!BBHH", DELAY_KIND, 6, DELAY_EXID, 0) + b"\x01\x01",  # no such length
             self.delay_echo(t1 + (1 << 31), t2, hold),       # t1 the sender never sent
