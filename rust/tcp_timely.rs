@@ -12,11 +12,18 @@
 //! check); this file connects it to TCP:
 //! - the rate is enforced with TCP's internal pacing (`sk_pacing_rate`), so no `fq` qdisc
 //!   is needed; cwnd only caps what is in flight at the rate times `T_high + min_rtt`;
-//! - ACKs are grouped into completions of `seg_bytes`; each completion's RTT is the
-//!   kernel's microsecond sample of the ACK that completed it (invalid samples, such as
-//!   those of retransmitted data, and samples of ACKs the receiver may have held for its
-//!   delayed-ACK timer are skipped), minus the segment's serialization time
-//!   when `line_rate_mbps` is set; the law runs once per completion;
+//! - ACKs are grouped into completions of `seg_bytes`; the law runs once per completion.
+//!   A completion's RTT is the minimum of its samples over the last `rtt_window_bytes`
+//!   (64 KB; 0 takes the segment's last sample, the paper's rule), minus the segment's
+//!   serialization time when `line_rate_mbps` is set;
+//! - the samples are, best first, the network RTT of the delay-stamp option
+//!   (patches/0009, 0016: `(t4 - t1) - (t3 - t2)`, the receiver's hold removed, from
+//!   the devices' hardware stamps or software stamps at the device boundary), which the
+//!   ops offer on an active open (`TCP_CONG_DELAY_STAMPS`), as TIMELY's NIC timestamps
+//!   intend; else the kernel's microsecond RTT of the ACK (samples of retransmitted data,
+//!   and of ACKs the receiver may have held for its delayed-ACK timer, are skipped). A
+//!   worse source is used only after the better one was silent for four `T_high`; a
+//!   change of source restarts the gradient;
 //! - a completion the stack marked application-limited, and whose delivery rate was below
 //!   80% of the target, never raises the rate;
 //! - a new flow starts at the fair share C / (N + 1), N being the flows of either variant
@@ -25,10 +32,14 @@
 //!   unless the last RTT showed no queue (then the loss is not congestion).
 //!
 //! `ss -ti` shows the state in the BBR layout: `bw` is the TIMELY rate, `mrtt` the last
-//! completion's RTT, `cwnd_gain` the mode of the last update (see `Mode` in the core);
-//! `pacing_gain` is always 1 (the state leaves room for one published word only).
+//! completion's RTT, `cwnd_gain` the mode of the last update (see `Mode` in the core),
+//! `pacing_gain` the source of its RTT samples (1 hardware stamps, 2 software stamps,
+//! 3 the kernel's RTT, 0 none yet).
 
-use kernel::net::tcp::cong::{AckFlags, Algorithm, CaState, Info, InfoSock, RateSample, Sock};
+use kernel::net::tcp::cong::{
+    AckFlags, AckSample, Algorithm, CaState, DelaySource, Flags, Info, InfoSock, RateSample,
+    Sock,
+};
 use kernel::prelude::*;
 
 // Per-ACK CPU cost figures printed by the KUnit suite (shared with the other modules).
@@ -42,7 +53,7 @@ use kernel::sync::atomic::{Atomic, Relaxed};
 #[path = "core/src/lib.rs"]
 mod cc_core;
 
-use cc_core::timely::{self, Mode, Params, Segmenter, Timely, Variant};
+use cc_core::timely::{self, Completion, Mode, Params, RttSource, Segmenter, Timely, Variant};
 
 kernel::module_tcp_cong! {
     algorithms: [TimelyCc<false>, TimelyCc<true>],
@@ -127,6 +138,11 @@ kernel::module_tcp_cong! {
             description: "timely_patched: reference RTT (us); 0: t_low_us",
             permissions: 0o444,
         },
+        rtt_window_bytes: u32 {
+            default: 65536,
+            description: "minimum RTT over this many bytes of ACKs (0..=65536); 0: last",
+            permissions: 0o444,
+        },
     },
 }
 
@@ -148,6 +164,7 @@ fn params() -> Params {
         line_rate_mbps: m::line_rate_mbps.value(),
         patched_beta_ppm: m::patched_beta_ppm.value(),
         rtt_ref_us: m::rtt_ref_us.value(),
+        rtt_window_bytes: m::rtt_window_bytes.value(),
     }
 }
 
@@ -181,7 +198,22 @@ impl<const PATCHED: bool> TimelyCc<PATCHED> {
         sk.set_pacing_rate_bytes_per_sec(timely::pacing_bytes_per_sec(st.cc.rate_bps));
         sk.set_cwnd(timely::cwnd_cap_pkts(p, st.cc.rate_bps, sk.mss()));
         let rtt_us = st.cc.last_rtt_us.min(INFO_RTT_MAX_US);
-        sk.publish_info(&[rtt_us | (u32::from(st.cc.mode) << INFO_MODE_SHIFT)]);
+        sk.publish_info(&[rtt_us
+            | (u32::from(st.cc.mode & INFO_MODE_MASK) << INFO_MODE_SHIFT)
+            | (u32::from(st.seg.source) << INFO_SOURCE_SHIFT)]);
+    }
+
+    /// One completed segment through the law.
+    fn complete(st: &mut State, p: &Params, c: Completion, stack_app_limited: bool) {
+        if c.new_source {
+            st.cc.restart_gradient();
+        }
+        // The 80% rule, where the stack saw the application leave the pipe idle: a
+        // per-segment delivery rate alone is too noisy (ACK compression) to block
+        // increases on its own.
+        let app_limited =
+            stack_app_limited && timely::is_app_limited(c.delivered_bps, st.cc.rate_bps);
+        st.cc.on_completion(p, Self::VARIANT, c.rtt_us, app_limited);
     }
 }
 
@@ -196,8 +228,10 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
     } else {
         c"timely"
     };
-    // FLAGS: restricted, as in-tree algorithms other than Reno are; an administrator allows it
-    // for unprivileged users through net.ipv4.tcp_allowed_congestion_control.
+    // Restricted, as in-tree algorithms other than Reno are; an administrator allows it
+    // for unprivileged users through net.ipv4.tcp_allowed_congestion_control. An active
+    // open offers the delay-stamp option.
+    const FLAGS: Flags = Flags::DELAY_STAMPS;
     // One word: the state fills icsk_ca_priv but for it and the abstraction's tag.
     const INFO_WORDS: usize = 1;
     type Data = State;
@@ -225,18 +259,29 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
             st.counted = true;
         }
         let acked_bytes = rs.acked_sacked.saturating_mul(sk.mss());
-        // Not a sample that may include the receiver's delayed-ACK wait.
+        // The kernel's RTT, not where it may include the receiver's delayed-ACK wait; the
+        // segmenter takes it only while the delay-stamp option gives no network RTT.
         let rtt_us = timely::usable_rtt_us(rs.rtt_us, rs.is_ack_delayed);
         if let Some(c) = st.seg.on_ack(&p, sk.now_us(), acked_bytes, rtt_us) {
-            // The 80% rule, where the stack saw the application leave the pipe idle: a
-            // per-segment delivery rate alone is too noisy (ACK compression) to block
-            // increases on its own.
-            let app_limited =
-                rs.is_app_limited && timely::is_app_limited(c.delivered_bps, st.cc.rate_bps);
-            st.cc
-                .on_completion(&p, Self::VARIANT, c.rtt_us, app_limited);
+            Self::complete(st, &p, c, rs.is_app_limited);
         }
         Self::apply(sk, st, &p);
+    }
+
+    fn pkts_acked(sk: &mut Sock<'_>, st: &mut State, sample: &AckSample) {
+        // Called for this ACK before cong_control: its network RTT joins the segment the
+        // ACK's bytes complete there.
+        let Some(d) = sample.delay else {
+            return;
+        };
+        let source = match d.source {
+            DelaySource::Hardware => RttSource::Hardware,
+            // The first samples of a connection may take t2 or t4 from TCP's clock.
+            DelaySource::Device | DelaySource::Tcp => RttSource::Software,
+        };
+        let p = params().for_mss(sk.mss());
+        st.seg
+            .offer(&p, sk.now_us(), d.net_rtt_ns.div_ceil(1000), source);
     }
 
     fn set_state(sk: &mut Sock<'_>, st: &mut State, new_state: CaState) {
@@ -267,15 +312,17 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
         Some(Info::Bbr {
             bw_bytes_per_sec: sk.pacing_rate_bytes_per_sec(),
             min_rtt_us: published[0] & INFO_RTT_MAX_US,
-            pacing_gain: 256,
-            cwnd_gain: (published[0] >> INFO_MODE_SHIFT) * 256,
+            pacing_gain: (published[0] >> INFO_SOURCE_SHIFT) * 256,
+            cwnd_gain: ((published[0] >> INFO_MODE_SHIFT) & u32::from(INFO_MODE_MASK)) * 256,
         })
     }
 }
 
 /// The published word: the last completion's RTT in the low 24 bits (up to 16.7 s), the
-/// mode of the last update above.
+/// mode of the last update in the next 4, the source of the RTT samples in the top 4.
 const INFO_MODE_SHIFT: u32 = 24;
+const INFO_MODE_MASK: u8 = 0xf;
+const INFO_SOURCE_SHIFT: u32 = 28;
 const INFO_RTT_MAX_US: u32 = (1 << INFO_MODE_SHIFT) - 1;
 
 fn check_params() -> Result {
@@ -294,7 +341,7 @@ fn check_params() -> Result {
 #[kunit_tests(rust_timely)]
 mod tests {
     use super::*;
-    use kernel::net::tcp::cong::{testing::TestSocket, Pacing};
+    use kernel::net::tcp::cong::{testing::TestSocket, DelaySample, Pacing};
 
     const MSS: u32 = 1448;
     /// ACKs of one 16 KB segment: 12 packets.
@@ -473,7 +520,66 @@ mod tests {
         };
         assert_eq!(u64::from(word(0)) | (u64::from(word(1)) << 32), expect);
         assert_eq!(word(2), 200);
+        // The kernel's RTT samples.
+        assert_eq!(word(3), RttSource::Kernel as u32 * 256);
         assert_eq!(word(4), Mode::Weighted as u32 * 256);
+        Ok(())
+    }
+
+    /// One segment's ACKs, each with the delay-stamp option's network RTT `net_rtt_us`
+    /// from `source` (given to pkts_acked first, as the stack does) and the kernel's RTT
+    /// `kernel_rtt_us`, which includes the receiver's hold.
+    fn stamped_segment(
+        s: &mut TestSocket,
+        now_us: &mut u64,
+        net_rtt_us: u32,
+        source: DelaySource,
+        kernel_rtt_us: i32,
+    ) {
+        for _ in 0..SEG_PKTS {
+            *now_us += 10;
+            s.set_mss_and_clock(MSS, *now_us);
+            let delay = DelaySample {
+                source,
+                owd_ns: 12_345,
+                net_rtt_ns: net_rtt_us * 1000,
+            };
+            s.pkts_acked_with_delay(1, kernel_rtt_us, 0, Some(delay));
+            s.cong_control(1, kernel_rtt_us.into(), false, false);
+        }
+    }
+
+    /// `(min_rtt_us, pacing_gain)` as `ss` shows them.
+    fn rtt_and_source(s: &mut TestSocket) -> Result<(u32, u32)> {
+        let (_, b) = s.get_info().ok_or(EINVAL)?;
+        let word = |i: usize| u32::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        Ok((word(8), word(12)))
+    }
+
+    #[test]
+    fn the_options_network_rtt_replaces_the_kernel_rtt() -> Result {
+        let mut s = TestSocket::with_algorithm::<TimelyCc<true>>()?;
+        let start = rate_bytes_per_sec(&mut s);
+        let mut now = 1000;
+        // Network RTT 200 us; the kernel's, with a 4.8 ms hold, is above T_high.
+        stamped_segment(&mut s, &mut now, 200, DelaySource::Device, 5000);
+        stamped_segment(&mut s, &mut now, 200, DelaySource::Device, 5000);
+        // As `patched_variant_uses_the_weighted_law` on a 200 us RTT: no T_high cut.
+        let expect = start * 988 / 1000 + 10_000_000 / 2 / 8;
+        assert_eq!(rate_bytes_per_sec(&mut s), expect);
+        assert_eq!(rtt_and_source(&mut s)?, (200, 2 * 256));
+        // Hardware stamps take over; the gradient restarts: their first completion only
+        // sets the previous RTT.
+        stamped_segment(&mut s, &mut now, 190, DelaySource::Hardware, 5000);
+        assert_eq!(rate_bytes_per_sec(&mut s), expect);
+        assert_eq!(rtt_and_source(&mut s)?, (190, 256));
+        // The option stops (a middlebox strips it): after four T_high of silence the
+        // kernel's RTT is used, and cuts.
+        now += u64::from(4 * params().t_high_us);
+        segment(&mut s, &mut now, 5000, false);
+        segment(&mut s, &mut now, 5000, false);
+        assert!(rate_bytes_per_sec(&mut s) < expect);
+        assert_eq!(rtt_and_source(&mut s)?, (5000, 3 * 256));
         Ok(())
     }
 }

@@ -104,6 +104,10 @@ pub struct Params {
     pub patched_beta_ppm: u32,
     /// Patched law: reference RTT the error is measured against; 0 means `t_low_us`.
     pub rtt_ref_us: u32,
+    /// A completion's RTT is the minimum over the samples of the last `rtt_window_bytes`
+    /// (rounded up to whole segments, at most [`RTT_WINDOW_SEGS`]); 0: the last sample of
+    /// the segment, the paper's rule (one timestamp per segment).
+    pub rtt_window_bytes: u32,
 }
 
 /// Largest RTT sample taken at face value; larger ones are clamped to it.
@@ -139,6 +143,7 @@ impl Params {
         line_rate_mbps: 0,
         patched_beta_ppm: 8_000,
         rtt_ref_us: 0,
+        rtt_window_bytes: MAX_SEG_BYTES,
     };
 
     /// Additive step in bit/s.
@@ -231,6 +236,7 @@ impl Params {
         check("init_rate_mbps", p.init_rate_mbps, 0, p.max_rate_mbps)?;
         check("seg_bytes", p.seg_bytes, 1, MAX_SEG_BYTES)?;
         check("line_rate_mbps", p.line_rate_mbps, 0, MAX_RATE_MBPS)?;
+        check("rtt_window_bytes", p.rtt_window_bytes, 0, MAX_SEG_BYTES)?;
         Ok(())
     }
 }
@@ -277,6 +283,15 @@ impl Timely {
             mode: Mode::Start as u8,
             ..Timely::default()
         }
+    }
+
+    /// Forgets the RTT history (the previous RTT, the smoothed difference and the HAI
+    /// count), keeping the rate: the next completion only sets the previous RTT. For a
+    /// change in what the RTT measures (its source).
+    pub fn restart_gradient(&mut self) {
+        self.prev_rtt_us = 0;
+        self.rtt_diff_ns = 0;
+        self.neg_gradients = 0;
     }
 
     /// One completion with RTT `rtt_us` (already net of the segment's serialization time).
@@ -413,18 +428,41 @@ pub struct Completion {
     pub rtt_us: u32,
     /// Rate at which the segment was delivered.
     pub delivered_bps: u64,
+    /// The RTT comes from another source than the previous completion's: a gradient
+    /// across the two would measure the change of source, not of the queue.
+    pub new_source: bool,
 }
 
 /// Segments whose minimum RTTs are kept: the largest TSO burst (64 KB) in 16 KB segments.
 pub const RTT_WINDOW_SEGS: usize = 4;
 
-/// Turns the stream of ACKs into completions of `seg_bytes` each (44 bytes).
+/// Where an RTT sample comes from, best first (the numbers `ss -ti` shows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum RttSource {
+    /// The delay-stamp option on the devices' hardware stamps: the network RTT
+    /// (t4' - t1') - (t3 - t2), the receiver's hold removed.
+    Hardware = 1,
+    /// The delay-stamp option on software stamps at the device boundary: the network RTT
+    /// (t4 - t1) - (t3 - t2).
+    Software = 2,
+    /// The kernel's RTT sample of the ACK, which includes the receiver's hold.
+    Kernel = 3,
+}
+
+/// How long the best source may stay silent before a worse one is taken instead, in
+/// units of `t_high_us` (any RTT TIMELY can live with is below it).
+pub const SOURCE_SILENCE_T_HIGHS: u32 = 4;
+
+/// Turns the stream of ACKs into completions of `seg_bytes` each (48 bytes), from the best
+/// source of RTT samples the connection has.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(MODULE, derive(pin_init::Zeroable))]
 pub struct Segmenter {
     /// Bytes ACKed in the current segment.
     pub acked_bytes: u32,
-    /// Smallest valid RTT sample in the current segment; 0 if none yet.
+    /// Smallest (or, with `rtt_window_bytes` 0, latest) RTT sample in the current segment;
+    /// 0 if none yet.
     pub rtt_us: u32,
     /// When the current segment began.
     pub start_us: u64,
@@ -432,17 +470,26 @@ pub struct Segmenter {
     pub last_ack_us: u64,
     /// Minimum RTT of each of the last segments (ring; 0: empty slot).
     pub recent_min_us: [u32; RTT_WINDOW_SEGS],
+    /// Low 32 bits of the time (us) a sample of `source` was last taken.
+    pub source_seen_us: u32,
     /// Next slot of `recent_min_us` to fill.
-    pub recent_next: u32,
+    pub recent_next: u8,
+    /// `RttSource` of the samples taken; 0 before the first.
+    pub source: u8,
+    /// `source` changed since the last completion.
+    pub source_changed: bool,
 }
 
 impl Segmenter {
     /// Starts a new segment at `now_us` (at init, and after idle periods, so that the
-    /// delivery rate does not span the gap).
+    /// delivery rate does not span the gap). The source of samples is kept.
     pub fn restart(&mut self, now_us: u64) {
         *self = Segmenter {
             start_us: now_us,
             last_ack_us: now_us,
+            source_seen_us: self.source_seen_us,
+            source: self.source,
+            source_changed: self.source_changed,
             ..Segmenter::default()
         };
     }
@@ -461,33 +508,74 @@ impl Segmenter {
         }
     }
 
-    /// An ACK for `acked_bytes`, with the RTT sample it produced, if any (the kernel has
-    /// none for retransmitted data). Returns the completion when the segment is full and
-    /// has an RTT sample.
+    /// An RTT sample from `source`, taken unless a better source has given one within the
+    /// last [`SOURCE_SILENCE_T_HIGHS`] `T_high`: the delay-stamp option's network RTT when
+    /// the connection has it, the kernel's RTT when it has not (the peer refused the
+    /// option, or a middlebox strips it). Hardware and software stamps are both network
+    /// RTTs on one clock each, but their noise differs; the kernel's RTT is larger by the
+    /// receiver's hold. A change of source starts the minimum over afresh, and the next
+    /// completion says so ([`Completion::new_source`]). Returns whether it was taken.
+    pub fn offer(&mut self, p: &Params, now_us: u64, rtt_us: u32, source: RttSource) -> bool {
+        let now = now_us as u32;
+        let silence_us = p.t_high_us.saturating_mul(SOURCE_SILENCE_T_HIGHS);
+        let silent = now.wrapping_sub(self.source_seen_us) > silence_us;
+        let src = source as u8;
+        if self.source != 0 && src > self.source && !silent {
+            return false;
+        }
+        if src != self.source {
+            if self.source != 0 {
+                self.source_changed = true;
+            }
+            self.source = src;
+            self.rtt_us = 0;
+            self.recent_min_us = [0; RTT_WINDOW_SEGS];
+        }
+        self.source_seen_us = now;
+        let rtt = rtt_us.clamp(1, MAX_RTT_US);
+        self.rtt_us = if self.rtt_us == 0 || p.rtt_window_bytes == 0 {
+            rtt
+        } else {
+            self.rtt_us.min(rtt)
+        };
+        true
+    }
+
+    /// The source of the samples taken, if any.
+    pub fn source(&self) -> Option<RttSource> {
+        match self.source {
+            1 => Some(RttSource::Hardware),
+            2 => Some(RttSource::Software),
+            3 => Some(RttSource::Kernel),
+            _ => None,
+        }
+    }
+
+    /// An ACK for `acked_bytes`, with the kernel's RTT sample of it, if any (the kernel has
+    /// none for retransmitted data); the delay-stamp option's sample of the same ACK, if
+    /// any, came first through [`Segmenter::offer`]. Returns the completion when the
+    /// segment is full and has an RTT sample.
     ///
-    /// The completion's RTT is the smallest sample of the last 64 KB of ACKs (the last
-    /// `64 KB / seg_bytes` segments, at least this one). TIMELY timestamps one NIC-generated
-    /// ACK per segment, and subtracts the segment's own serialization; Linux gives a sample
-    /// per ACK, and sends TSO bursts of up to 64 KB back to back, so the samples of one burst
-    /// climb by its own serialization at the bottleneck (hundreds of microseconds at
-    /// 1 Gbit/s), and some include the receiver's delayed-ACK wait or a scheduling hiccup.
-    /// The minimum over a window as large as the largest burst is the RTT of a burst's
-    /// first packet: it drops self-queueing and those outliers, and still rises with a
-    /// standing queue at the bottleneck, which delays every packet.
+    /// The completion's RTT is, by default, the smallest sample of the last 64 KB of ACKs
+    /// (the last `64 KB / seg_bytes` segments, at least this one; `rtt_window_bytes`).
+    /// TIMELY timestamps one NIC-generated ACK per segment, and subtracts the segment's own
+    /// serialization; Linux gives a sample per ACK, and sends TSO bursts of up to 64 KB
+    /// back to back, so the samples of one burst climb by its own serialization at the
+    /// bottleneck (hundreds of microseconds at 1 Gbit/s), and some include the receiver's
+    /// delayed-ACK wait or a scheduling hiccup. The minimum over a window as large as the
+    /// largest burst is the RTT of a burst's first packet: it drops self-queueing and those
+    /// outliers, and still rises with a standing queue at the bottleneck, which delays
+    /// every packet. With `rtt_window_bytes` 0 it is the segment's last sample instead,
+    /// the paper's rule.
     pub fn on_ack(
         &mut self,
         p: &Params,
         now_us: u64,
         acked_bytes: u32,
-        rtt_us: Option<u32>,
+        kernel_rtt_us: Option<u32>,
     ) -> Option<Completion> {
-        if let Some(rtt) = rtt_us {
-            let rtt = rtt.clamp(1, MAX_RTT_US);
-            self.rtt_us = if self.rtt_us == 0 {
-                rtt
-            } else {
-                self.rtt_us.min(rtt)
-            };
+        if let Some(rtt) = kernel_rtt_us {
+            self.offer(p, now_us, rtt, RttSource::Kernel);
         }
         self.last_ack_us = now_us;
         self.acked_bytes = self.acked_bytes.saturating_add(acked_bytes);
@@ -501,24 +589,34 @@ impl Segmenter {
             0 => 0,
             line => p.seg_bytes.saturating_mul(8) / line,
         };
-        // Burst-head RTT: the minimum over the last 64 KB (at least one segment).
-        let slots = (MAX_SEG_BYTES / p.seg_bytes.max(1)).clamp(1, RTT_WINDOW_SEGS as u32) as usize;
-        let slot = self.recent_next as usize % slots;
-        self.recent_min_us[slot] = self.rtt_us;
-        self.recent_next = ((slot + 1) % slots) as u32;
-        let window_min_us = self.recent_min_us[..slots]
-            .iter()
-            .filter(|&&r| r != 0)
-            .min()
-            .copied()
-            .unwrap_or(self.rtt_us);
+        let window_min_us = match p.rtt_window_bytes {
+            0 => self.rtt_us,
+            window => {
+                // Burst-head RTT: the minimum over the window (at least one segment).
+                let slots = window
+                    .div_ceil(p.seg_bytes.max(1))
+                    .clamp(1, RTT_WINDOW_SEGS as u32) as usize;
+                let slot = usize::from(self.recent_next) % slots;
+                self.recent_min_us[slot] = self.rtt_us;
+                self.recent_next = ((slot + 1) % slots) as u8;
+                self.recent_min_us[..slots]
+                    .iter()
+                    .filter(|&&r| r != 0)
+                    .min()
+                    .copied()
+                    .unwrap_or(self.rtt_us)
+            }
+        };
         let rtt_us = window_min_us.saturating_sub(serialization_us).max(1);
+        let new_source = self.source_changed;
+        self.source_changed = false;
         self.acked_bytes = 0;
         self.rtt_us = 0;
         self.start_us = now_us;
         Some(Completion {
             rtt_us,
             delivered_bps,
+            new_source,
         })
     }
 }
@@ -762,6 +860,7 @@ mod tests {
             line_rate_mbps: rng.range(0, u64::from(MAX_RATE_MBPS)) as u32,
             patched_beta_ppm: rng.range(1, PPM) as u32,
             rtt_ref_us: rng.range(0, u64::from(MAX_RTT_US)) as u32,
+            rtt_window_bytes: rng.range(0, u64::from(MAX_SEG_BYTES)) as u32,
         };
         assert_eq!(p.validate(), Ok(()));
         p
@@ -840,7 +939,8 @@ mod tests {
             c,
             Completion {
                 rtt_us: 300 - 131,
-                delivered_bps: 16384 * 8 * 1_000_000 / 262
+                delivered_bps: 16384 * 8 * 1_000_000 / 262,
+                new_source: false,
             }
         );
         assert_eq!(s.acked_bytes, 0);
@@ -912,6 +1012,90 @@ mod tests {
         // A gap longer than a 64 KB burst takes (262 ms) is idle again.
         s.on_tx_start(&P, now + 300_000, rate);
         assert_eq!(s.acked_bytes, 0);
+    }
+
+    #[test]
+    fn stamped_rtts_win_over_kernel_ones_while_they_come() {
+        let mut s = Segmenter::default();
+        s.restart(0);
+        // The option's network RTT of an ACK comes first (pkts_acked), then the kernel's
+        // RTT of the same ACK (cong_control), larger by the receiver's hold.
+        assert!(s.offer(&P, 10, 120, RttSource::Software));
+        let c = s.on_ack(&P, 10, P.seg_bytes, Some(90)).unwrap();
+        assert_eq!((c.rtt_us, c.new_source), (120, false));
+        assert_eq!(s.source(), Some(RttSource::Software));
+        // Hardware samples replace software ones at once, and the change is reported once.
+        assert!(s.offer(&P, 20, 110, RttSource::Hardware));
+        assert!(!s.offer(&P, 21, 50, RttSource::Software));
+        let c = s.on_ack(&P, 22, P.seg_bytes, Some(40)).unwrap();
+        assert_eq!((c.rtt_us, c.new_source), (110, true));
+        assert!(s.offer(&P, 30, 130, RttSource::Hardware));
+        let c = s.on_ack(&P, 30, P.seg_bytes, None).unwrap();
+        // The window restarted with the source: 110 us is the only earlier sample in it.
+        assert_eq!((c.rtt_us, c.new_source), (110, false));
+        // Silent for more than four T_high: the kernel's samples are taken...
+        let later = 30 + u64::from(SOURCE_SILENCE_T_HIGHS * P.t_high_us) + 1;
+        let c = s.on_ack(&P, later, P.seg_bytes, Some(300)).unwrap();
+        assert_eq!((c.rtt_us, c.new_source), (300, true));
+        assert_eq!(s.source(), Some(RttSource::Kernel));
+        // ...until stamped samples come again.
+        assert!(s.offer(&P, later + 5, 140, RttSource::Software));
+        assert_eq!(s.source(), Some(RttSource::Software));
+        assert!(!s.offer(&P, later + 6, 100, RttSource::Kernel));
+    }
+
+    #[test]
+    fn the_papers_rule_takes_the_last_sample_of_a_segment() {
+        let p = Params {
+            rtt_window_bytes: 0,
+            ..P
+        };
+        let mut s = Segmenter::default();
+        s.restart(0);
+        assert_eq!(s.on_ack(&p, 10, 8192, Some(200)), None);
+        assert_eq!(s.on_ack(&p, 20, 8192, Some(450)).unwrap().rtt_us, 450);
+        assert_eq!(s.on_ack(&p, 30, P.seg_bytes, Some(300)).unwrap().rtt_us, 300);
+        // A window of one segment: the segment's own minimum, nothing older.
+        let p = Params {
+            rtt_window_bytes: 1,
+            ..P
+        };
+        let mut s = Segmenter::default();
+        s.restart(0);
+        assert_eq!(s.on_ack(&p, 10, 8192, Some(200)), None);
+        assert_eq!(s.on_ack(&p, 20, 8192, Some(450)).unwrap().rtt_us, 200);
+        assert_eq!(s.on_ack(&p, 30, P.seg_bytes, Some(300)).unwrap().rtt_us, 300);
+    }
+
+    #[test]
+    fn any_sequence_of_sources_and_samples_keeps_the_segmenter_sound() {
+        let mut rng = Rng::new(0x7133);
+        for _ in 0..200 {
+            let p = random_params(&mut rng);
+            let mut s = Segmenter::default();
+            let mut now = rng.range(0, u64::from(u32::MAX) * 2);
+            s.restart(now);
+            for _ in 0..300 {
+                now = now.wrapping_add(rng.range(0, 50_000));
+                let rtt = rng.range(0, u64::from(u32::MAX)) as u32;
+                match rng.range(0, 4) {
+                    0 => {
+                        s.offer(&p, now, rtt, RttSource::Hardware);
+                    }
+                    1 => {
+                        s.offer(&p, now, rtt, RttSource::Software);
+                    }
+                    _ => {}
+                }
+                let sample = (rng.range(0, 2) == 0).then_some(rtt);
+                let bytes = rng.range(0, 70_000) as u32;
+                if let Some(c) = s.on_ack(&p, now, bytes, sample) {
+                    assert!((1..=MAX_RTT_US).contains(&c.rtt_us));
+                }
+                assert!(s.source <= RttSource::Kernel as u8);
+                assert!(usize::from(s.recent_next) < RTT_WINDOW_SEGS);
+            }
+        }
     }
 
     #[test]
