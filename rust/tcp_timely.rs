@@ -37,8 +37,7 @@
 //! 3 the kernel's RTT, 0 none yet).
 
 use kernel::net::tcp::cong::{
-    AckFlags, AckSample, Algorithm, CaState, DelaySource, Flags, Info, InfoSock, RateSample,
-    Sock,
+    AckFlags, AckSample, Algorithm, CaState, DelaySource, Flags, Info, InfoSock, RateSample, Sock,
 };
 use kernel::prelude::*;
 

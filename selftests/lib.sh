@@ -120,3 +120,38 @@ parse_module_args() {
 	done
 	[ ${#kos[@]} -gt 0 ]
 }
+
+# tcpext NS NAME: the TcpExt counter NAME of namespace NS (0 where the kernel has none).
+tcpext() {
+	ip netns exec "$1" awk -v name="$2" '$1 == "TcpExt:" {
+		if (!n) { for (i = 2; i <= NF; i++) col[$i] = i; n = 1 } else v = $col[name] }
+		END { print v + 0 }' /proc/net/netstat
+}
+
+# nic_clock_on NS DEV OFFSET_NS DRIFT_PPB NOISE_NS: DEV's emulated NIC clock (veth,
+# patch 0018: /sys/class/net/DEV/hwts_emul/) set, and hardware timestamping turned on at
+# DEV the standard way (SIOCSHWTSTAMP, tools/tstamp.py hwenable).
+TSTAMP_TOOL=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tools/tstamp.py
+nic_clock_on() {
+	local f=/sys/class/net/$2/hwts_emul
+	ip netns exec "$1" sh -c "echo $3 > $f/offset_ns && echo $4 > $f/drift_ppb && echo $5 > $f/noise_ns" &&
+		ip netns exec "$1" python3 "$TSTAMP_TOOL" hwenable "$2" > /dev/null
+}
+nic_clock_off() { ip netns exec "$1" python3 "$TSTAMP_TOOL" hwenable "$2" --off > /dev/null; }
+# has_nic_clock: the testbed's veth emulates NIC clocks (CONFIG_VETH_HWTSTAMP_EMUL).
+has_nic_clock() { ip netns exec $NS_CLI test -d /sys/class/net/c0/hwts_emul; }
+
+# gso_max_segs N: TCP's skbs of at most N segments at both ends (c0, s0). A hardware
+# transmit stamp reaches TCP only for an skb the driver gets whole: software GSO's
+# segments are new skbs. A NIC with TSO stamps TCP's skb; 1 makes every skb one segment.
+gso_max_segs() {
+	ip -n $NS_CLI link set dev c0 gso_max_segs "$1" && ip -n $NS_SRV link set dev s0 gso_max_segs "$1"
+}
+
+# ss_sources FILE: the distinct sources of delay samples dx and TIMELY reported in FILE of
+# `ss -ti` lines (pacing_gain: 1 hardware stamps, 2 software stamps, 3 RTT), once they
+# had one, as "2 " or "1 2 ".
+ss_sources() {
+	grep -o 'bbr:([^)]*pacing_gain:[0-9]*' "$1" | sed 's/.*pacing_gain://' |
+		grep -v '^0$' | sort -u | tr '\n' ' '
+}

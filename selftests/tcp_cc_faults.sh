@@ -356,30 +356,23 @@ bottleneck() { # netem arguments, at the bottleneck's leaf
 # Hardware delay stamps through the faults: each host's NIC clock its own (seconds apart,
 # one drifting 20 ppm, 500 ns of noise), single-segment skbs so that transmit stamps reach
 # TCP (see README, "Hardware stamps").
-TSTAMP=$(dirname "$0")/../tools/tstamp.py
-stamp_counter() { # NAME: the sender's TcpExt counter
-	ip netns exec $NS_CLI awk -v name="$1" '$1 == "TcpExt:" { if (!n) { for (i = 2; i <= NF; i++) c[$i] = i; n = 1 }
-		else v = $c[name] } END { print v + 0 }' /proc/net/netstat
-}
+stamp_counter() { tcpext $NS_CLI "$1"; } # NAME: the sender's TcpExt counter
 hw_stamps() { # on|off
 	local nd ns dev
 	for nd in "$NS_CLI:c0:4000000000:0" "$NS_SRV:s0:-2000000000:20000"; do
 		IFS=: read -r ns dev offset drift <<<"$nd"
 		if [ "$1" = on ]; then
-			ip netns exec "$ns" sh -c "cd /sys/class/net/$dev/hwts_emul && echo $offset > offset_ns &&
-				echo $drift > drift_ppb && echo 500 > noise_ns" &&
-			ip netns exec "$ns" python3 "$TSTAMP" hwenable "$dev" > /dev/null &&
-			ip netns exec "$ns" sysctl -qw net.ipv4.tcp_delay_stamps_hw=1 &&
-			ip -n "$ns" link set dev "$dev" gso_max_segs 1 || return 1
+			nic_clock_on "$ns" "$dev" "$offset" "$drift" 500 &&
+				ip netns exec "$ns" sysctl -qw net.ipv4.tcp_delay_stamps_hw=1 || return 1
 		else
-			ip netns exec "$ns" python3 "$TSTAMP" hwenable "$dev" --off > /dev/null
+			nic_clock_off "$ns" "$dev"
 			ip netns exec "$ns" sysctl -qw net.ipv4.tcp_delay_stamps_hw=0
-			ip -n "$ns" link set dev "$dev" gso_max_segs 65535
 		fi
 	done
+	if [ "$1" = on ]; then gso_max_segs 1; else gso_max_segs 65535; fi
 }
 hw_on=0
-if ip netns exec $NS_CLI test -d /sys/class/net/c0/hwts_emul && hw_stamps on; then
+if has_nic_clock && hw_stamps on; then
 	hw_on=1
 	hw0=$(stamp_counter TCPDelayStampHwSample) bad0=$(stamp_counter TCPDelayStampBad)
 fi
@@ -436,10 +429,7 @@ fi
 # RC3's loop runs in TCP's send and ACK paths whatever the control: it is tested over
 # cubic (built in), with net.ipv4.tcp_rc3=1 in the sender's namespace and send buffers
 # that hold a whole transfer, so that the loop copies real tails.
-rc3_sent() {
-	ip netns exec $NS_CLI awk '$1 == "TcpExt:" { if (!n) { for (i = 2; i <= NF; i++) c[$i] = i; n = 1 }
-		else v = $c["TCPRC3Sent"] } END { print v + 0 }' /proc/net/netstat
-}
+rc3_sent() { tcpext $NS_CLI TCPRC3Sent; }
 rc3_xfer() { # NAME BYTES SEED [transfer args...]: one checksummed cubic transfer
 	local name=$1 bytes=$2 seed=$3
 	shift 3

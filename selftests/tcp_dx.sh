@@ -39,18 +39,12 @@ check "insmod with the testbed parameters" insmod "$ko" "${mod_params[@]}"
 
 setup_dumbbell $RATE_MBIT $DELAY_US $QUEUE_PKTS && start_iperf_server || diag "dumbbell setup failed"
 
-# counter NS NAME: a TcpExt counter of namespace NS.
-counter() {
-	ip netns exec "$1" awk -v name="$2" '$1 == "TcpExt:" { if (!n) { for (i = 2; i <= NF; i++) col[$i] = i; n = 1 } else v = $col[name] }
-		END { print v + 0 }' /proc/net/netstat
-}
-
 # run NAME CC: iperf3 with CC for SECONDS_PER_RUN, sampling `ss -ti` (see tcp_timely.sh for
 # the real-time priority) into $out/ss.NAME; counters before and after in $out/ctr.NAME.
 run() {
 	local name=$1 cc=$2 c
 	for c in TCPDelayStampSample TCPDelayStampBad TCPDelayStampHwSample; do
-		echo "$c $(counter $NS_CLI $c) $(counter $NS_SRV $c)"
+		echo "$c $(tcpext $NS_CLI $c) $(tcpext $NS_SRV $c)"
 	done > "$out/ctr0.$name"
 	ip netns exec $NS_CLI timeout 30 iperf3 -c $SRV_ADDR -J -P $FLOWS -t $SECONDS_PER_RUN \
 		-C "$cc" > "$out/$name.json" 2>&1 &
@@ -62,7 +56,7 @@ run() {
 	done
 	wait $pid
 	for c in TCPDelayStampSample TCPDelayStampBad TCPDelayStampHwSample; do
-		echo "$c $(counter $NS_CLI $c) $(counter $NS_SRV $c)"
+		echo "$c $(tcpext $NS_CLI $c) $(tcpext $NS_SRV $c)"
 	done > "$out/ctr1.$name"
 }
 # delta NAME COUNTER SIDE(2 cli, 3 srv): how much the counter grew during run NAME.
@@ -91,11 +85,7 @@ ss_check() {
 	if grep -q 'bytes_acked:' "$out/ss.$run" 2>/dev/null; then check "$name" "$@"
 	else ktap_skip "$name" "ss got no sample while the flows ran"; fi
 }
-# sources NAME: the distinct sample sources dx reported (ss: pacing_gain), once it had one.
-sources() {
-	grep -o 'bbr:([^)]*pacing_gain:[0-9]*' "$out/ss.$1" | sed 's/.*pacing_gain://' |
-		grep -v '^0$' | sort -u | tr '\n' ' '
-}
+sources() { ss_sources "$out/ss.$1"; } # NAME: the sample sources dx reported in run NAME
 
 # iperf3 -C selects the control after connect(), when the SYN has gone without dx's
 # offer: the route selects dx at connect() (as a setsockopt(TCP_CONGESTION) before
@@ -116,17 +106,10 @@ diag "dx ss sample: $(grep -o 'bbr:([^)]*)' "$out/ss.stamps" | tail -1)"
 # Hardware stamps: the sender's device stamps t1 and t4, the receiver's t2, each from its
 # own emulated clock (seconds apart, one drifting 40 ppm, the paper's figure, with 300 ns
 # of noise on both), enabled the standard way (SIOCSHWTSTAMP).
-TSTAMP=$(dirname "$0")/../tools/tstamp.py
-hw_on() { # NS DEV OFFSET_NS DRIFT_PPB NOISE_NS
-	local f=/sys/class/net/$2/hwts_emul
-	ip netns exec "$1" sh -c "echo $3 > $f/offset_ns && echo $4 > $f/drift_ppb && echo $5 > $f/noise_ns" &&
-		ip netns exec "$1" python3 "$TSTAMP" hwenable "$2" >/dev/null
-}
-# A transmit stamp reaches TCP only for an skb the driver gets whole: software GSO's
-# segments are new skbs. A NIC with TSO stamps TCP's skb; here each skb is one segment.
-gso_segs() { ip -n $NS_CLI link set dev c0 gso_max_segs "$1" && ip -n $NS_SRV link set dev s0 gso_max_segs "$1"; }
+# Each skb is one segment, so that transmit stamps reach TCP (see gso_max_segs in lib.sh).
 check "hardware stamping on at both ends (SIOCSHWTSTAMP)" \
-	eval 'gso_segs 1 && hw_on $NS_CLI c0 5000000000 0 300 && hw_on $NS_SRV s0 -3000000000 40000 300'
+	eval 'gso_max_segs 1 && nic_clock_on $NS_CLI c0 5000000000 0 300 &&
+	      nic_clock_on $NS_SRV s0 -3000000000 40000 300'
 run hwoptout dx
 check "hardware stamping on, tcp_delay_stamps_hw=0: no hardware sample, samples still come" \
 	test "$(delta hwoptout TCPDelayStampHwSample 2)" -eq 0 -a "$(delta hwoptout TCPDelayStampSample 2)" -gt 100
@@ -141,12 +124,12 @@ check "hardware stamps: no bad option on either side" \
 	test "$(delta hw TCPDelayStampBad 2)" -eq 0 -a "$(delta hw TCPDelayStampBad 3)" -eq 0
 ss_check hw "hardware stamps: ss shows hardware stamps (pacing_gain:1)" test "$(sources hw)" = "1 "
 diag "dx ss sample: $(grep -o 'bbr:([^)]*)' "$out/ss.hw" | tail -1)"
-ip netns exec $NS_SRV python3 "$TSTAMP" hwenable s0 --off >/dev/null
+nic_clock_off $NS_SRV s0
 run hwoff dx
 ss_check hwoff "receiver's hardware stamping off: software stamps again (pacing_gain:2)" \
 	test "$(sources hwoff)" = "2 "
-ip netns exec $NS_CLI python3 "$TSTAMP" hwenable c0 --off >/dev/null
-gso_segs 65535
+nic_clock_off $NS_CLI c0
+gso_max_segs 65535
 
 ip netns exec $NS_SRV sysctl -qw net.ipv4.tcp_delay_stamps=0
 run refused dx

@@ -65,10 +65,6 @@ for ds in 0x00 0x0c 0x1c 0x2c; do
 	band=$((band + 1))
 done
 
-counter() {
-	ip netns exec "$1" awk -v name="$2" '$1 == "TcpExt:" { if (!n) { for (i = 2; i <= NF; i++) col[$i] = i; n = 1 } else v = $col[name] }
-		END { print v + 0 }' /proc/net/netstat
-}
 # Packets per band of the sender's prio qdisc, "b1 b2 b3 b4".
 bands() {
 	tc -n $NS_CLI -s class show dev c0 | awk '/^class prio/ { c = $3 } / Sent / { n[c] = $4 }
@@ -156,7 +152,7 @@ for _ in $(seq 50); do grep -q ready "$out/serve.log" 2>/dev/null && break; slee
 # bands1}; the sender's MSS, cwnd and tcpi_delivered at the end in $out/NAME.info.
 transfer() {
 	local name=$1 cc=${2:-cubic} start=${3:-warm} sent got
-	echo "$(counter $NS_CLI TCPRC3Sent) $(counter $NS_CLI TCPRC3AckBump)" > "$out/$name.ctr0"
+	echo "$(tcpext $NS_CLI TCPRC3Sent) $(tcpext $NS_CLI TCPRC3AckBump)" > "$out/$name.ctr0"
 	bands > "$out/$name.bands0"
 	: > "$out/received"
 	diag "$name: bands before $(cat "$out/$name.bands0")"
@@ -165,7 +161,7 @@ transfer() {
 	sent=${sent%% *}
 	for _ in $(seq 50); do [ -s "$out/received" ] && break; sleep 0.1; done
 	got=$(cat "$out/received")
-	echo "$(counter $NS_CLI TCPRC3Sent) $(counter $NS_CLI TCPRC3AckBump)" > "$out/$name.ctr1"
+	echo "$(tcpext $NS_CLI TCPRC3Sent) $(tcpext $NS_CLI TCPRC3AckBump)" > "$out/$name.ctr1"
 	bands > "$out/$name.bands1"; diag "$name: bands after $(cat "$out/$name.bands1"), TCPRC3Sent/AckBump $(cat "$out/$name.ctr1")"
 	[ "$sent" = "$got" ] || { echo "sent $sent, received ${got:-nothing}"; return 1; }
 }

@@ -5,7 +5,10 @@
 # - timely and timely_patched each carry 4 flows through a shaped bottleneck;
 # - every flow is paced at the controller's rate (ss: pacing_rate equals the reported rate)
 #   and the controller is live (the rate changes while the flows run);
-# - ss -ti shows the controller's state.
+# - ss -ti shows the controller's state;
+# - with the delay-stamp option negotiated, the RTT samples are its network RTTs (ss:
+#   pacing_gain:2, software stamps); with the receiver refusing it, the kernel's RTT
+#   (pacing_gain:3).
 #
 #   tcp_timely.sh MODULE.ko [PARAM=VALUE...]
 set -u
@@ -28,7 +31,7 @@ fi
 out=$(mktemp -d /run/selftest.XXXXXX)
 trap 'ns_cleanup; rm -rf "$out"' EXIT
 
-ktap_plan 14
+ktap_plan 17
 dmesg -C
 
 # rejects NAME PARAM=VALUE...: insmod must fail, and dmesg must name NAME and its range.
@@ -46,10 +49,15 @@ check "rejects max_rate_mbps=0" rejects max_rate_mbps max_rate_mbps=0
 check "insmod with the testbed parameters" insmod "$ko" "${mod_params[@]}"
 
 setup_dumbbell $RATE_MBIT $DELAY_US $QUEUE_PKTS && start_iperf_server || diag "dumbbell setup failed"
+# iperf3 -C selects the control after connect(), when the SYN has gone without TIMELY's
+# offer of the delay-stamp option: the sender offers it on every connect.
+ip netns exec $NS_CLI sysctl -qw net.ipv4.tcp_delay_stamps=2
 
 # Samples `ss -ti` of the bulk flows every 100 ms into $out/ss.$algo while iperf3 runs.
 run_flows() {
 	local algo=$1
+	: > "$out/raw.$algo"
+	tcpext $NS_CLI TCPDelayStampSample > "$out/samples0.$algo"
 	ip netns exec $NS_CLI timeout 30 iperf3 -c $SRV_ADDR -J -P $FLOWS -t $SECONDS_PER_RUN \
 		-C "$algo" > "$out/$algo.json" 2>&1 &
 	local pid=$!
@@ -64,6 +72,7 @@ run_flows() {
 		sleep 0.1
 	done
 	wait $pid
+	echo $(( $(tcpext $NS_CLI TCPDelayStampSample) - $(cat "$out/samples0.$algo") )) > "$out/samples.$algo"
 	# Info lines carry bytes_acked (socket lines do not).
 	grep "bytes_acked:[0-9]\{6,\}" "$out/raw.$algo" > "$out/ss.$algo"
 }
@@ -119,12 +128,17 @@ PY
 			"ss got no sample while the flows ran"
 		ktap_skip "$algo: controller is live (rate changes during the run)" \
 			"ss got no sample while the flows ran"
+		ktap_skip "$algo: RTT samples from the delay-stamp option (ss pacing_gain:2)" \
+			"ss got no sample while the flows ran"
 		diag "$algo: ss printed:"; diag_lines "$(head -c 600 "$out/raw.$algo")"
 		continue
 	fi
 	check "$algo: every flow paced at the controller's rate ($paced_name)" paced
 	debug_kernel && diag "$algo pacing: $(paced | tail -n 1)"
 	check "$algo: controller is live (rate changes during the run)" live
+	check "$algo: RTT samples from the delay-stamp option (ss pacing_gain:2)" \
+		eval 'test "$(ss_sources "$out/ss.$algo")" = "2 " -a "$(cat "$out/samples.$algo")" -gt 100'
+	diag "$algo: sources '$(ss_sources "$out/ss.$algo")', $(cat "$out/samples.$algo") delay samples"
 	diag "$algo ss sample: $(grep -o 'bbr:([^)]*)' "$out/ss.$algo" | tail -1)"
 done
 if [ ! -s "$out/ss.timely" ]; then
@@ -132,4 +146,15 @@ if [ ! -s "$out/ss.timely" ]; then
 else check "ss -ti shows rate, last RTT, gradient and mode" \
 	grep -q 'bbr:(bw:[0-9.]*[KMG]\?bps,mrtt:[0-9.]*,pacing_gain:[0-9.e+-]*,cwnd_gain:[0-9]' "$out/ss.timely"
 fi
+
+# The receiver refuses the option: the kernel's RTT, and ss says so.
+ip netns exec $NS_SRV sysctl -qw net.ipv4.tcp_delay_stamps=0
+run_flows timely_patched
+mv "$out/ss.timely_patched" "$out/ss.refused"
+if [ ! -s "$out/ss.refused" ]; then
+	ktap_skip "option refused: the kernel's RTT samples (ss pacing_gain:3)" "ss got no sample while the flows ran"
+else check "option refused: the kernel's RTT samples (ss pacing_gain:3)" \
+	eval 'test "$(ss_sources "$out/ss.refused")" = "3 " -a "$(cat "$out/samples.timely_patched")" -eq 0'
+fi
+diag "option refused: sources '$(ss_sources "$out/ss.refused")', $(cat "$out/samples.timely_patched") delay samples"
 ktap_finish

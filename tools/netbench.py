@@ -38,7 +38,7 @@ BASE_PORT = 5201
 FCT_PORT = 6000
 ECN_ALGOS = {"dctcp", "rust_dctcp"}
 # Controls that use the delay-stamp option (patches/0009).
-STAMP_ALGOS = {"dx"}
+STAMP_ALGOS = {"dx", "timely", "timely_patched"}
 SAMPLE_S = 0.01
 # Goodput capacity of the bottleneck: TCP payload per Ethernet frame (timestamps on).
 PAYLOAD_PER_FRAME = 1448 / 1514
@@ -122,7 +122,8 @@ def split_algo(algo):
     +hw    the delay-stamp option on the NICs' hardware stamps (veth's emulated clocks,
            patch 0018); +hwN adds N ns of timestamp noise (standard deviation) at the
            receiver's NIC, so the one-way delay carries that noise (DX's Fig 11);
-    +rtt   the receiver refuses the delay-stamp option (dx's RTT fallback)."""
+    +rtt   the receiver refuses the delay-stamp option (dx's RTT fallback; TIMELY on the
+           kernel's RTT)."""
     base, _, extra = algo.partition("+")
     m = re.fullmatch(r"hw(\d*)", extra)
     if extra == "rc3":
@@ -136,20 +137,14 @@ def split_algo(algo):
     return base, {}
 
 
-TSTAMP = os.path.join(ROOT, "tools", "tstamp.py")
-
-
 def hardware_stamps(noise_ns):
     """Hardware timestamping on at the sender's and the receiver's NICs (c0, s0), and
     used for the delay-stamp option (net.ipv4.tcp_delay_stamps_hw), each with its own
     emulated clock: the sender's 5 s ahead, the receiver's 3 s behind and
     drifting 40 ppm (DX's figure), and `noise_ns` of noise on the receiver's."""
-    for ns, dev, offset, drift, noise in (("cli", "c0", 5_000_000_000, 0, 0),
-                                          ("srv", "s0", -3_000_000_000, 40_000, noise_ns)):
-        f = f"/sys/class/net/{dev}/hwts_emul"
-        sh(f"ip netns exec {ns} sh -c 'echo {offset} > {f}/offset_ns && "
-           f"echo {drift} > {f}/drift_ppb && echo {noise} > {f}/noise_ns'")
-        sh(f"ip netns exec {ns} python3 {TSTAMP} hwenable {dev}")
+    lib(f"nic_clock_on cli c0 5000000000 0 0 && "
+        f"nic_clock_on srv s0 -3000000000 40000 {noise_ns}")
+    for ns in ("cli", "srv"):
         sh(f"ip netns exec {ns} sysctl -qw net.ipv4.tcp_delay_stamps_hw=1", check=False)
 
 
@@ -205,8 +200,7 @@ def run_scenario(sc, algo, log=print, rep=0):
     if sc.get("gso_max_segs"):
         # TCP's skbs of at most this many segments, for every algorithm: a hardware
         # transmit stamp reaches TCP only for an skb the driver gets whole.
-        for ns, dev in (("cli", "c0"), ("srv", "s0")):
-            sh(f"ip -n {ns} link set dev {dev} gso_max_segs {sc['gso_max_segs']}")
+        lib(f"gso_max_segs {sc['gso_max_segs']}")
     if "hw_noise_ns" in variant:
         hardware_stamps(variant["hw_noise_ns"])
     if variant.get("rtt"):

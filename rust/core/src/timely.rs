@@ -1054,7 +1054,10 @@ mod tests {
         s.restart(0);
         assert_eq!(s.on_ack(&p, 10, 8192, Some(200)), None);
         assert_eq!(s.on_ack(&p, 20, 8192, Some(450)).unwrap().rtt_us, 450);
-        assert_eq!(s.on_ack(&p, 30, P.seg_bytes, Some(300)).unwrap().rtt_us, 300);
+        assert_eq!(
+            s.on_ack(&p, 30, P.seg_bytes, Some(300)).unwrap().rtt_us,
+            300
+        );
         // A window of one segment: the segment's own minimum, nothing older.
         let p = Params {
             rtt_window_bytes: 1,
@@ -1064,7 +1067,10 @@ mod tests {
         s.restart(0);
         assert_eq!(s.on_ack(&p, 10, 8192, Some(200)), None);
         assert_eq!(s.on_ack(&p, 20, 8192, Some(450)).unwrap().rtt_us, 200);
-        assert_eq!(s.on_ack(&p, 30, P.seg_bytes, Some(300)).unwrap().rtt_us, 300);
+        assert_eq!(
+            s.on_ack(&p, 30, P.seg_bytes, Some(300)).unwrap().rtt_us,
+            300
+        );
     }
 
     #[test]

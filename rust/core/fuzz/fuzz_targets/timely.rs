@@ -2,7 +2,8 @@
 
 //! TIMELY and patched TIMELY, driven as `rust/tcp_timely.rs` drives them: a stream of ACKs
 //! (bytes ACKed, RTT samples as the kernel's `long`: -1, 0, `u32::MAX`, beyond), clock
-//! steps (forward, backward, to 0 and to the end of time), transmissions after idle,
+//! steps (forward, backward, to 0 and to the end of time), the delay-stamp option's
+//! network RTTs from hardware or software stamps, transmissions after idle,
 //! losses, MSS changes, re-initialisation and module reloads with new parameters, through
 //! `Segmenter` and `Timely`.
 //!
@@ -16,7 +17,7 @@
 //!   RTT differences stays within the range that keeps its products inside 64 bits;
 //! - exact agreement with a reference written independently in 128-bit arithmetic (the
 //!   formulas of `timely.rs`'s module doc with its rounding rules), and of `Segmenter`
-//!   with a plain model (a list of the last segments' minima);
+//!   with a plain model (a list of the last segments' minima, the source rule);
 //! - no panic, overflow or failed debug assertion anywhere (the build keeps both checks).
 
 #![no_main]
@@ -26,7 +27,8 @@ use std::collections::VecDeque;
 use libfuzzer_sys::fuzz_target;
 use tcp_cc_core::timely::{
     cwnd_cap_pkts, is_app_limited, pacing_bytes_per_sec, usable_rtt_us, Completion, Mode, Params,
-    Segmenter, Timely, Variant, MAX_RTT_US, MAX_SEG_BYTES, MIN_CWND_PKTS, RTT_WINDOW_SEGS,
+    RttSource, Segmenter, Timely, Variant, MAX_RTT_US, MAX_SEG_BYTES, MIN_CWND_PKTS,
+    RTT_WINDOW_SEGS, SOURCE_SILENCE_T_HIGHS,
 };
 use tcp_cc_core_fuzz::{params, Input};
 
@@ -188,8 +190,9 @@ fn check_completion(
     }
 }
 
-/// `Segmenter` written plainly: bytes and minimum sample of the open segment, the minima
-/// of the last segments in a list as long as 64 KB of segments (at least one).
+/// `Segmenter` written plainly: bytes and minimum (or latest) sample of the open segment,
+/// the minima of the last segments in a list as long as the window's segments (one to
+/// four), and the source whose samples are taken.
 #[derive(Debug)]
 struct SegModel {
     acked: u64,
@@ -197,6 +200,10 @@ struct SegModel {
     start: u64,
     last_ack: u64,
     recent: VecDeque<u32>,
+    source: Option<RttSource>,
+    /// When `source` last gave a sample (the clock's low 32 bits).
+    seen: u32,
+    changed: bool,
 }
 
 impl SegModel {
@@ -207,20 +214,50 @@ impl SegModel {
             start: now,
             last_ack: now,
             recent: VecDeque::new(),
+            source: None,
+            seen: 0,
+            changed: false,
         }
     }
 
     fn tx_start(&mut self, p: &Params, now: u64, rate: u64) {
         let burst_us = u128::from(MAX_SEG_BYTES) * 8 * 1_000_000 / u128::from(rate.max(1));
         if u128::from(now.saturating_sub(self.last_ack)) > u128::from(p.t_high_us) + burst_us {
-            *self = SegModel::new(now);
+            // A new segment; the source stays.
+            *self = SegModel {
+                source: self.source,
+                seen: self.seen,
+                changed: self.changed,
+                ..SegModel::new(now)
+            };
         }
+    }
+
+    fn offer(&mut self, p: &Params, now: u64, rtt: u32, source: RttSource) -> bool {
+        let silence = u64::from(p.t_high_us) * u64::from(SOURCE_SILENCE_T_HIGHS);
+        let since = u64::from((now as u32).wrapping_sub(self.seen));
+        let silent = since > silence.min(u64::from(u32::MAX));
+        if self.source.is_some_and(|cur| source > cur) && !silent {
+            return false;
+        }
+        if self.source != Some(source) {
+            self.changed |= self.source.is_some();
+            self.source = Some(source);
+            self.min_rtt = None;
+            self.recent.clear();
+        }
+        self.seen = now as u32;
+        let r = rtt.clamp(1, MAX_RTT_US);
+        self.min_rtt = Some(match (self.min_rtt, p.rtt_window_bytes) {
+            (Some(m), w) if w != 0 => m.min(r),
+            _ => r,
+        });
+        true
     }
 
     fn ack(&mut self, p: &Params, now: u64, bytes: u32, rtt: Option<u32>) -> Option<Completion> {
         if let Some(r) = rtt {
-            let r = r.clamp(1, MAX_RTT_US);
-            self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
+            self.offer(p, now, r, RttSource::Kernel);
         }
         self.last_ack = now;
         // The count saturates at 4 GB (only reached without any RTT sample).
@@ -231,12 +268,17 @@ impl SegModel {
         }
         let elapsed = now.saturating_sub(self.start).max(1);
         let delivered_bps = u128::from(self.acked) * 8 * 1_000_000 / u128::from(elapsed);
-        let slots = (MAX_SEG_BYTES / p.seg_bytes).clamp(1, RTT_WINDOW_SEGS as u32) as usize;
-        self.recent.push_back(min_rtt);
-        while self.recent.len() > slots {
-            self.recent.pop_front();
-        }
-        let window_min = *self.recent.iter().min().unwrap();
+        let window_min = if p.rtt_window_bytes == 0 {
+            min_rtt
+        } else {
+            let segs = u64::from(p.rtt_window_bytes).div_ceil(u64::from(p.seg_bytes));
+            let slots = segs.clamp(1, RTT_WINDOW_SEGS as u64) as usize;
+            self.recent.push_back(min_rtt);
+            while self.recent.len() > slots {
+                self.recent.pop_front();
+            }
+            *self.recent.iter().min().unwrap()
+        };
         let serialization = match p.line_rate_mbps {
             0 => 0,
             line => p.seg_bytes * 8 / line,
@@ -244,9 +286,12 @@ impl SegModel {
         self.acked = 0;
         self.min_rtt = None;
         self.start = now;
+        let new_source = self.changed;
+        self.changed = false;
         Some(Completion {
             rtt_us: window_min.saturating_sub(serialization).max(1),
             delivered_bps: u64::try_from(delivered_bps).unwrap(),
+            new_source,
         })
     }
 
@@ -256,12 +301,16 @@ impl SegModel {
             s.rtt_us,
             s.start_us,
             s.last_ack_us,
+            s.source(),
+            s.source_changed,
         );
         let want = (
             self.acked,
             self.min_rtt.unwrap_or(0),
             self.start,
             self.last_ack,
+            self.source,
+            self.changed,
         );
         assert_eq!(got, want, "segmenter {s:?}\nmodel {self:?}");
     }
@@ -309,6 +358,9 @@ impl Flow {
         self.model.check(&self.seg);
         if let Some(c) = c {
             assert!((1..=MAX_RTT_US).contains(&c.rtt_us));
+            if c.new_source {
+                self.cc.restart_gradient();
+            }
             let app_limited = app && is_app_limited(c.delivered_bps, self.cc.rate_bps);
             assert_eq!(
                 app_limited,
@@ -342,6 +394,14 @@ impl Flow {
         assert!(in_bounds(p, self.cc.rate_bps) || self.cc == before);
     }
 
+    /// The module's `pkts_acked` with a delay sample: its network RTT, rounded up to us.
+    fn stamp(&mut self, p: &Params, now: u64, rtt_ns: u32, source: RttSource) {
+        let rtt = rtt_ns.div_ceil(1000);
+        let taken = self.seg.offer(p, now, rtt, source);
+        assert_eq!(taken, self.model.offer(p, now, rtt, source));
+        self.model.check(&self.seg);
+    }
+
     fn tx_start(&mut self, p: &Params, now: u64) {
         self.seg.on_tx_start(p, now, self.cc.rate_bps);
         self.model.tx_start(p, now, self.cc.rate_bps);
@@ -373,10 +433,21 @@ fn load(i: &mut Input, base: &Params, events: &mut usize) {
                     f.ack(&p, now, bytes, sample, flags & 1 != 0, flags & 2 != 0);
                 }
             }
-            10 | 11 => {
+            10 => {
                 now = i.clock(now);
                 for f in &mut flows {
                     f.tx_start(&p, now);
+                }
+            }
+            11 => {
+                let source = if i.bool() {
+                    RttSource::Hardware
+                } else {
+                    RttSource::Software
+                };
+                let rtt_ns = i.u32();
+                for f in &mut flows {
+                    f.stamp(&p, now, rtt_ns, source);
                 }
             }
             12 | 13 => flows.iter_mut().for_each(|f| f.loss(&p)),

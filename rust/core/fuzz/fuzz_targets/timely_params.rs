@@ -17,7 +17,7 @@ use tcp_cc_core_fuzz::{params, Input};
 
 /// The README's table: each parameter's name, value and allowed range, computed in 64 bits
 /// from the values of the parameters the range depends on.
-fn table(p: &Params) -> [(&'static str, u32, u64, u64); 15] {
+fn table(p: &Params) -> [(&'static str, u32, u64, u64); 16] {
     let ppm = PPM;
     let kbps = u64::from(p.max_rate_mbps) * 1000;
     let rtt = u64::from(MAX_RTT_US);
@@ -42,6 +42,7 @@ fn table(p: &Params) -> [(&'static str, u32, u64, u64); 15] {
         ("line_rate_mbps", p.line_rate_mbps, 0, MAX_RATE_MBPS.into()),
         ("patched_beta_ppm", p.patched_beta_ppm, 1, ppm),
         ("rtt_ref_us", p.rtt_ref_us, 0, rtt),
+        ("rtt_window_bytes", p.rtt_window_bytes, 0, MAX_SEG_BYTES.into()),
     ]
 }
 

@@ -160,7 +160,7 @@ pub const TIMELY_100M: Params = Params {
     ..Params::PAPER
 };
 
-/// Any 15 values, valid or not.
+/// Any 16 values, valid or not.
 pub fn raw_params(i: &mut Input) -> Params {
     Params {
         t_low_us: i.u32(),
@@ -178,6 +178,7 @@ pub fn raw_params(i: &mut Input) -> Params {
         line_rate_mbps: i.u32(),
         patched_beta_ppm: i.u32(),
         rtt_ref_us: i.u32(),
+        rtt_window_bytes: i.u32(),
     }
 }
 
@@ -204,6 +205,7 @@ pub fn valid_params(i: &mut Input) -> Params {
         line_rate_mbps: i.in_range(0, MAX_RATE_MBPS),
         patched_beta_ppm: i.in_range(1, ppm),
         rtt_ref_us: i.in_range(0, MAX_RTT_US),
+        rtt_window_bytes: i.in_range(0, MAX_SEG_BYTES),
     }
 }
 
@@ -219,7 +221,7 @@ pub fn params(i: &mut Input) -> Params {
     };
     // A preset with one value replaced by anything.
     let v = i.u32();
-    let fields: [&mut u32; 15] = [
+    let fields: [&mut u32; 16] = [
         &mut p.t_low_us,
         &mut p.t_high_us,
         &mut p.delta_kbps,
@@ -235,9 +237,10 @@ pub fn params(i: &mut Input) -> Params {
         &mut p.line_rate_mbps,
         &mut p.patched_beta_ppm,
         &mut p.rtt_ref_us,
+        &mut p.rtt_window_bytes,
     ];
-    match i.u8() % 16 {
-        15 => {}
+    match i.u8() % 17 {
+        16 => {}
         n => *fields.into_iter().nth(usize::from(n)).unwrap() = v,
     }
     p
