@@ -390,6 +390,7 @@ def scenario_section(name, sc, rs, meta, calibration):
             f"{fmt(r['jain'], '{:.3f}')} | {fmt(r['convergence_s'], '{:.1f}')} | "
             f"{fmt(r['idle_rtt_us'])} | {fmt(r.get('wall_s'))} |")
     out += spread_rows(rs)
+    out += ctl_rows(rs)
     out += stamp_rows(rs)
     out += fct_rows(rs)
     out += rc3_rows(rs)
@@ -551,6 +552,34 @@ def spread_rows(rs):
                     f"{cell(ok, 'queue_p99_pkts')} | {cell(ok, 'retransmits')} | "
                     f"{cell(ok, 'jain', '{:.3f}')} | | | |")
     return rows
+
+
+SOURCE_NAMES = {1: "hardware stamps", 2: "software stamps", 3: "kernel RTT"}
+
+
+def ctl_rows(rs):
+    """The RTT this project's controllers act on (`ss -ti`'s BBR words, sampled with the
+    flows): TIMELY's completion RTT, dx's base RTT plus queuing delay; median (min-max) of
+    the runs' p50 and p99, and the sources of the samples."""
+    rows = []
+    for algo in dict.fromkeys(r["algo"] for r in rs):
+        ok = [r for r in rs if r["algo"] == algo and r.get("ok") and r.get("ctl_rtt_p50_us")]
+        if not ok:
+            continue
+
+        def cell(k):
+            xs = sorted(r[k] for r in ok)
+            m = f"{xs[len(xs) // 2]:.0f}"
+            return m if len(xs) == 1 else f"{m} ({xs[0]:.0f}-{xs[-1]:.0f})"
+        sources = sorted({src for r in ok for src in r.get("ctl_sources", [])})
+        rows.append(f"| {algo} | {len(ok)} | {cell('ctl_rtt_p50_us')} | {cell('ctl_rtt_p99_us')} "
+                    f"| {', '.join(SOURCE_NAMES.get(x, str(x)) for x in sources)} |")
+    if not rows:
+        return []
+    return ["", "The RTT the controller acts on (TIMELY: its completion RTT; dx: base RTT plus "
+            "queuing delay), from `ss -ti`'s words, median (min-max) over the runs:", "",
+            "| algorithm | runs | controller RTT p50 us | p99 us | sources |",
+            "|---|---:|---:|---:|---|"] + rows
 
 
 def stamp_rows(rs):

@@ -104,7 +104,8 @@ class Sampler(threading.Thread):
                 continue
             # flow: the schedule entry (its server port); conn: the connection.
             s = {"t": t, "flow": so["dport"] - BASE_PORT, "conn": so["sport"],
-                 **{k: so[k] for k in ("rtt_us", "cwnd", "pacing_bps", "bytes_acked")}}
+                 **{k: so[k] for k in ("rtt_us", "cwnd", "pacing_bps", "bytes_acked")},
+                 **controller_rtt(so)}
             if so["dport"] == FCT_PORT:
                 s["fct"] = True  # a workload flow: its RTT counts, it has no time series
                 self.flows.append(s)
@@ -114,6 +115,19 @@ class Sampler(threading.Thread):
         backlog = diag.qdisc_backlog(*BOTTLENECK)
         if backlog is not None:
             self.queue.append({"t": t, "pkts": backlog})
+
+
+def controller_rtt(so):
+    """The RTT the controller itself acts on, and the source of its samples (1 hardware
+    stamps, 2 software stamps, 3 the kernel's RTT), for this project's controllers:
+    TIMELY's last completion RTT; dx's base RTT plus its last round's queuing delay."""
+    cc = so.get("cc", "")
+    if "cc_min_rtt_us" not in so or not (cc.startswith("timely") or cc == "dx"):
+        return {}
+    rtt = so["cc_min_rtt_us"]
+    if cc == "dx":
+        rtt += so["cc_cwnd_gain"] / 256
+    return {"ctl_rtt_us": rtt, "ctl_source": so["cc_pacing_gain"] // 256}
 
 
 def split_algo(algo):
@@ -404,9 +418,13 @@ def summarize(sc, res):
     else:
         rates = window_rates(series, active, a, b)
     rtts = [s["rtt_us"] for s in res["samples"] if s["rtt_us"] and a <= s["t"] <= b]
+    ctl = [s for s in res["samples"] if s.get("ctl_rtt_us") and a <= s["t"] <= b]
     queue = [q["pkts"] for q in res["queue"] if a <= q["t"] <= b]
     out = {
         "window_s": [a, b],
+        "ctl_rtt_p50_us": percentile([s["ctl_rtt_us"] for s in ctl], 50),
+        "ctl_rtt_p99_us": percentile([s["ctl_rtt_us"] for s in ctl], 99),
+        "ctl_sources": sorted({s["ctl_source"] for s in ctl}),
         "mbps": round(sum(rates), 1),
         "util_pct": round(100 * sum(rates) / cap, 1),
         "rtt_p50_us": percentile(rtts, 50), "rtt_p99_us": percentile(rtts, 99),

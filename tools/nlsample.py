@@ -6,11 +6,14 @@ milliseconds of wall time (process creation is UML's slowest operation), which o
 simulated time made sampling most of a run's wall time; these queries cost a system call.
 
     diag = NetlinkSampler(tcp_netns="cli", qdisc_netns="rtr")
-    diag.tcp_established()      # [{"sport", "dport", "rtt_us", "cwnd", ...}]
+    diag.tcp_established()      # [{"sport", "dport", "rtt_us", "cwnd", ..., "cc", ...}]
     diag.qdisc_backlog("r1", 0x00100000)   # packets queued in qdisc 10: on r1 (handles are hex)
 
 The fields are the ones `ss -ti` prints, read from the same struct tcp_info
-(include/uapi/linux/tcp.h) and gnet_stats_queue (include/uapi/linux/gen_stats.h).
+(include/uapi/linux/tcp.h) and gnet_stats_queue (include/uapi/linux/gen_stats.h), plus
+the congestion control's name and, where it reports the BBR layout (bbr, and this
+project's timely and dx), struct tcp_bbr_info's three words: for TIMELY the last
+completion's RTT and the source of its samples, for dx its base RTT and queuing delay.
 """
 import contextlib
 import ctypes
@@ -24,7 +27,7 @@ NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
 NLMSG_ERROR, NLMSG_DONE = 2, 3
 SOCK_DIAG_BY_FAMILY = 20
 RTM_GETQDISC = 38
-INET_DIAG_INFO = 2
+INET_DIAG_INFO, INET_DIAG_VEGASINFO, INET_DIAG_CONG, INET_DIAG_BBRINFO = 2, 3, 4, 16
 TCP_ESTABLISHED = 1
 TCA_KIND, TCA_STATS2 = 1, 7
 TCA_STATS_QUEUE = 3
@@ -117,7 +120,11 @@ class NetlinkSampler:
     def tcp_established(self):
         """IPv4 TCP sockets in ESTABLISHED, with their tcp_info fields."""
         # struct inet_diag_req_v2: family, protocol, ext, pad, states, then a zero sockid.
-        req = struct.pack("BBBxI", socket.AF_INET, socket.IPPROTO_TCP, 1 << (INET_DIAG_INFO - 1),
+        # idiag_ext is 8 bits: as ss does, the VEGASINFO bit asks every control for its
+        # info (bbr_get_info() answers it with the BBR layout).
+        ext = (1 << (INET_DIAG_INFO - 1)) | (1 << (INET_DIAG_VEGASINFO - 1)) \
+            | (1 << (INET_DIAG_CONG - 1))
+        req = struct.pack("BBBxI", socket.AF_INET, socket.IPPROTO_TCP, ext,
                           1 << TCP_ESTABLISHED) + bytes(48)
         socks = []
         for msg in self._dump(self.diag, SOCK_DIAG_BY_FAMILY, req):
@@ -128,6 +135,12 @@ class NetlinkSampler:
                     for name, (off, fmt) in TCP_INFO_FIELDS.items():
                         s[name] = struct.unpack_from(fmt, data, off)[0]
                     s["pacing_bps"] *= 8
+                elif atype == INET_DIAG_CONG:
+                    s["cc"] = data.split(b"\0", 1)[0].decode(errors="replace")
+                elif atype == INET_DIAG_BBRINFO and len(data) >= 20:
+                    # bw (2 words), min_rtt (us), pacing_gain and cwnd_gain (1/256).
+                    s["cc_min_rtt_us"], s["cc_pacing_gain"], s["cc_cwnd_gain"] = \
+                        struct.unpack_from("III", data, 8)
             socks.append(s)
         return socks
 
