@@ -13,6 +13,7 @@ import datetime
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -391,6 +392,7 @@ def scenario_section(name, sc, rs, meta, calibration):
             f"{fmt(r['idle_rtt_us'])} | {fmt(r.get('wall_s'))} |")
     out += spread_rows(rs)
     out += ctl_rows(rs)
+    out += theorem5_rows(sc, rs, sc.get("timely_params", meta["timely_params"]))
     out += stamp_rows(rs)
     out += fct_rows(rs)
     out += rc3_rows(rs)
@@ -580,6 +582,47 @@ def ctl_rows(rs):
             "queuing delay), from `ss -ti`'s words, median (min-max) over the runs:", "",
             "| algorithm | runs | controller RTT p50 us | p99 us | sources |",
             "|---|---:|---:|---:|---|"] + rows
+
+
+def timely_param(params, name, default):
+    m = re.search(rf"(?:^|\s){name}=(\d+)", params)
+    return int(m.group(1)) if m else default
+
+
+# The bottleneck's capacity in TCP payload, as netbench counts utilization.
+PAYLOAD_PER_FRAME = 1448 / 1514
+
+
+def theorem5_rows(sc, rs, params):
+    """Patched TIMELY's operating point against Theorem 5 of "ECN or Delay": N flows
+    sharing C converge to RTT* = RTT_ref (1 + N delta / (beta C)), beta being
+    `patched_beta_ppm`. Checked on the RTT the controller acts on (its completion RTT's
+    median), with the queue as RTT* less the idle RTT."""
+    ok = [r for r in rs if r.get("ok") and r["algo"].split("+")[0] == "timely_patched"
+          and r.get("ctl_rtt_p50_us") and r.get("per_flow_mbps") and "fct" not in r]
+    if not ok:
+        return []
+    t_low = timely_param(params, "t_low_us", 50)
+    rtt_ref = timely_param(params, "rtt_ref_us", 0) or t_low
+    delta_bps = timely_param(params, "delta_kbps", 10_000) * 1000
+    beta = timely_param(params, "patched_beta_ppm", 8000) / 1e6
+    cap_bps = sc["rate_mbit"] * 1e6 * PAYLOAD_PER_FRAME
+    rows = ["", "Patched TIMELY's operating point against Theorem 5 of \"ECN or Delay\" "
+            f"(RTT* = RTT_ref (1 + N delta / (beta C)), RTT_ref {rtt_ref} us, delta "
+            f"{delta_bps / 1e6:g} Mbit/s, beta {beta:g}, C {cap_bps / 1e6:.0f} Mbit/s of "
+            "payload), on the controller's RTT; queue = RTT less the idle RTT:", "",
+            "| algorithm | run | N | RTT* predicted us | controller RTT p50 us | "
+            "queue predicted / measured us | queue deviation |",
+            "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in ok:
+        n = len(r["per_flow_mbps"])
+        pred = rtt_ref * (1 + n * delta_bps / (beta * cap_bps))
+        base = r.get("idle_rtt_us") or 0
+        q_pred, q_meas = pred - base, r["ctl_rtt_p50_us"] - base
+        dev = f"{100 * (q_meas - q_pred) / q_pred:+.1f}%" if q_pred > 0 else "-"
+        rows.append(f"| {r['algo']} | {r.get('rep', 0)} | {n} | {pred:.0f} | "
+                    f"{r['ctl_rtt_p50_us']:.0f} | {q_pred:.0f} / {q_meas:.0f} | {dev} |")
+    return rows
 
 
 def stamp_rows(rs):
