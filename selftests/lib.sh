@@ -10,7 +10,7 @@
 KSFT_PASS=0 KSFT_FAIL=1 KSFT_SKIP=4
 ktap_n=0 ktap_fail=0 ktap_skip=0
 NS_CLI=cli NS_RTR=rtr NS_SRV=srv
-SRV_ADDR=10.10.2.2
+SRV_ADDR=10.10.2.2 SRV_ADDR6=fd00:10:2::2
 
 # The debug kernel (make test-debug: KASAN, lockdep, UBSAN, ...; tools/uml-run.sh gives the
 # guest RFL_KERNEL_FLAVOR=debug) moves packets about 15 times slower: about 5 Mbit/s through
@@ -50,16 +50,22 @@ ns_cleanup() {
 # ECN_K, RED marking CE above K packets (DCTCP-style step) in a buffer of the same size. DELAY_US of one-way delay on
 # the reverse path (srv->rtr), so the base RTT is DELAY_US plus stack time.
 setup_dumbbell() {
-	local rate=$1 delay_us=$2 queue=$3 ecn_k=${4:-} mtu=${5:-1500}
+	local rate=$1 delay_us=$2 queue=$3 ecn_k=${4:-} mtu=${5:-1500} ns dev nd
 	ns_cleanup
 	ip netns add $NS_CLI && ip netns add $NS_RTR && ip netns add $NS_SRV || return 1
+	# IPv6 off on the dumbbell's devices unless a test asks for it (dumbbell_ipv6): no
+	# router solicitations or MLD reports in the measured queues.
+	if [ -d /proc/sys/net/ipv6 ]; then
+		for ns in $NS_CLI $NS_RTR $NS_SRV; do
+			ip netns exec $ns sysctl -qw net.ipv6.conf.default.disable_ipv6=1 net.ipv6.conf.all.disable_ipv6=1
+		done
+	fi
 	ip link add c0 netns $NS_CLI type veth peer name r0 netns $NS_RTR || return 1
 	ip link add r1 netns $NS_RTR type veth peer name s0 netns $NS_SRV || return 1
 	ip -n $NS_CLI addr add 10.10.1.1/24 dev c0
 	ip -n $NS_RTR addr add 10.10.1.2/24 dev r0
 	ip -n $NS_RTR addr add 10.10.2.1/24 dev r1
 	ip -n $NS_SRV addr add 10.10.2.2/24 dev s0
-	local ns dev
 	for ns in $NS_CLI $NS_RTR $NS_SRV; do ip -n $ns link set lo up; done
 	for nd in $NS_CLI:c0 $NS_RTR:r0 $NS_RTR:r1 $NS_SRV:s0; do
 		ns=${nd%%:*} dev=${nd#*:}
@@ -87,6 +93,26 @@ setup_dumbbell() {
 	fi
 	tc -n $NS_SRV qdisc add dev s0 root netem delay "${delay_us}us" limit 100000 || return 1
 	return 0
+}
+
+# dumbbell_ipv6: IPv6 on the dumbbell too (after setup_dumbbell): cli fd00:10:1::1,
+# rtr fd00:10:1::2 and fd00:10:2::1, srv fd00:10:2::2 ($SRV_ADDR6); no DAD, so the
+# addresses work at once.
+dumbbell_ipv6() {
+	local ns nd
+	for ns in $NS_CLI $NS_RTR $NS_SRV; do
+		ip netns exec $ns sysctl -qw net.ipv6.conf.all.disable_ipv6=0 || return 1
+	done
+	for nd in $NS_CLI:c0 $NS_RTR:r0 $NS_RTR:r1 $NS_SRV:s0; do
+		ip netns exec "${nd%%:*}" sysctl -qw "net.ipv6.conf.${nd#*:}.disable_ipv6=0" || return 1
+	done
+	ip -n $NS_CLI addr add fd00:10:1::1/64 dev c0 nodad &&
+		ip -n $NS_RTR addr add fd00:10:1::2/64 dev r0 nodad &&
+		ip -n $NS_RTR addr add fd00:10:2::1/64 dev r1 nodad &&
+		ip -n $NS_SRV addr add $SRV_ADDR6/64 dev s0 nodad &&
+		ip netns exec $NS_RTR sysctl -qw net.ipv6.conf.all.forwarding=1 &&
+		ip -n $NS_CLI -6 route add default via fd00:10:1::2 &&
+		ip -n $NS_SRV -6 route add default via fd00:10:2::1
 }
 
 # Start an iperf3 server in srv that accepts any number of tests.

@@ -11,7 +11,8 @@
 #   level of its first byte, so a level never holds more than its bound), as many as
 #   TcpExt TCPRC3Sent counts; ACK bumps are counted; the data arrives intact (SHA-256),
 #   also through 1% loss with reordering, through 0.1% loss, with no priority queue
-#   anywhere, and to a receiver without SACK (where the loop stays off);
+#   anywhere, and to a receiver without SACK (where the loop stays off); the same levels
+#   over IPv6, whose traffic class carries the DSCP;
 # - with the sysctl off, or the policy unloaded, nothing is sent at low priority.
 #
 # - bumped packets are not credited to the congestion control: at the end of a transfer,
@@ -32,7 +33,7 @@ out=$(mktemp -d /run/selftest.XXXXXX)
 trap 'ns_cleanup; rm -rf "$out"' EXIT
 BYTES=300000
 
-ktap_plan 33
+ktap_plan 36
 dmesg -C
 
 rejects() {
@@ -51,17 +52,21 @@ if [ $# -gt 0 ]; then
 	done
 fi
 
-setup_dumbbell 100 500 1000 || diag "dumbbell setup failed"
+setup_dumbbell 100 500 1000 && dumbbell_ipv6 || diag "dumbbell setup failed"
 for ns in $NS_CLI $NS_SRV; do
 	ip netns exec $ns sysctl -qw net.ipv4.tcp_wmem="4096 4194304 8388608" net.ipv4.tcp_rmem="4096 4194304 8388608"
 done
 # The whole transfer fits in the receiver's first window (the loop sends nothing beyond it).
 ip -n $NS_SRV route replace 10.10.1.0/24 via 10.10.2.1 initrwnd 1000
-# Sender: strict priority, band n for DSCP 0, 3, 7, 11 (DS field 0x00, 0x0c, 0x1c, 0x2c).
+ip -n $NS_SRV -6 route replace fd00:10:1::/64 via fd00:10:2::1 initrwnd 1000
+# Sender: strict priority, band n for DSCP 0, 3, 7, 11 (DS field 0x00, 0x0c, 0x1c, 0x2c;
+# IPv6's traffic class, the same byte).
 tc -n $NS_CLI qdisc add dev c0 root handle 1: prio bands 4 priomap 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
 band=1
 for ds in 0x00 0x0c 0x1c 0x2c; do
 	tc -n $NS_CLI filter add dev c0 parent 1: prio $band protocol ip u32 match ip dsfield $ds 0xfc flowid 1:$band
+	tc -n $NS_CLI filter add dev c0 parent 1: prio $((band + 4)) protocol ipv6 u32 \
+		match ip6 priority $ds 0xfc flowid 1:$band
 	band=$((band + 1))
 done
 
@@ -89,9 +94,11 @@ if mode == "sockopt":
         except OSError as e:
             assert e.errno == 22, e
 elif mode == "serve":
-    l = socket.socket()
+    # IPv4 and IPv6 alike (v4-mapped addresses).
+    l = socket.socket(socket.AF_INET6)
+    l.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
     l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    l.bind(("0.0.0.0", 5300)); l.listen(4)
+    l.bind(("::", 5300)); l.listen(4)
     print("ready", flush=True)
     while True:
         c, _ = l.accept()
@@ -105,7 +112,7 @@ elif mode == "serve":
         c.close()
 else:
     data = bytes((i * 7 + i // 251) & 0xFF for i in range(int(sys.argv[2])))
-    s = socket.socket()
+    s = socket.socket(socket.AF_INET6 if ":" in sys.argv[3] else socket.AF_INET)
     s.settimeout(20)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, sys.argv[4].encode())
     s.connect((sys.argv[3], 5300))
@@ -147,16 +154,17 @@ check "TCP_RC3 refused to an unprivileged user (EPERM)" test "$(unprivileged_rc3
 ip netns exec $NS_SRV python3 "$out/peer.py" serve "$out/received" > "$out/serve.log" 2>&1 &
 for _ in $(seq 50); do grep -q ready "$out/serve.log" 2>/dev/null && break; sleep 0.1; done
 
-# transfer NAME [CC [cold]]: one transfer (congestion control CC, default cubic; "cold": no
-# warm-up byte, see peer.py); its hash compared with the receiver's; counters and bands before and after in $out/NAME.{ctr0,ctr1,bands0,
+# transfer NAME [CC [cold [DST]]]: one transfer (congestion control CC, default cubic;
+# "cold": no warm-up byte, see peer.py; to DST, default $SRV_ADDR); its hash compared with
+# the receiver's; counters and bands before and after in $out/NAME.{ctr0,ctr1,bands0,
 # bands1}; the sender's MSS, cwnd and tcpi_delivered at the end in $out/NAME.info.
 transfer() {
-	local name=$1 cc=${2:-cubic} start=${3:-warm} sent got
+	local name=$1 cc=${2:-cubic} start=${3:-warm} dst=${4:-$SRV_ADDR} sent got
 	echo "$(tcpext $NS_CLI TCPRC3Sent) $(tcpext $NS_CLI TCPRC3AckBump)" > "$out/$name.ctr0"
 	bands > "$out/$name.bands0"
 	: > "$out/received"
 	diag "$name: bands before $(cat "$out/$name.bands0")"
-	sent=$(ip netns exec $NS_CLI timeout 60 python3 "$out/peer.py" send $BYTES $SRV_ADDR "$cc" "$start") || { echo "transfer failed"; return 1; }
+	sent=$(ip netns exec $NS_CLI timeout 60 python3 "$out/peer.py" send $BYTES "$dst" "$cc" "$start") || { echo "transfer failed"; return 1; }
 	echo "${sent#* }" > "$out/$name.info"
 	sent=${sent%% *}
 	for _ in $(seq 50); do [ -s "$out/received" ] && break; sleep 0.1; done
@@ -185,16 +193,21 @@ check "rc3: transfer intact" transfer on
 # TCP's write queue holds skbs of up to 64 KB (45 packets), which go out whole at the level
 # of their first byte (the TSO rule): levels 1 and 1-2 hold at most 20 and 80 packets, and
 # every level gets some (the tail skb is under 45 packets, the next one starts before 80).
-levels_ok() {
-	local b1 b2 b3 sent
-	b1=$(delta on 2 bands) b2=$(delta on 3 bands) b3=$(delta on 4 bands) sent=$(delta on 1 ctr)
-	echo "per band: DSCP3 $b1, DSCP7 $b2, DSCP11 $b3; TCPRC3Sent $sent; DSCP0 $(delta on 1 bands)"
+levels_ok() { # [NAME]: of transfer NAME, default on
+	local name=${1:-on} b1 b2 b3 sent
+	b1=$(delta $name 2 bands) b2=$(delta $name 3 bands) b3=$(delta $name 4 bands) sent=$(delta $name 1 ctr)
+	echo "per band: DSCP3 $b1, DSCP7 $b2, DSCP11 $b3; TCPRC3Sent $sent; DSCP0 $(delta $name 1 bands)"
 	[ "$b1" -ge 1 ] && [ "$b2" -ge 1 ] && [ "$b3" -ge 1 ] && [ "$b1" -le 20 ] &&
 		[ $((b1 + b2)) -le 80 ] && [ $((b1 + b2 + b3)) -eq "$sent" ]
 }
 check "rc3: DSCP per level as the policy says" levels_ok
 check "rc3: ACK bumps counted" test "$(delta on 2 ctr)" -gt 0
 diag "rc3: $(levels_ok | head -1), $(delta on 2 ctr) packets taken by ACK bumps"
+# IPv6: the skb's DSCP reaches the traffic class (inet6_csk_xmit_ds(), patch 0011).
+check "rc3 over IPv6: transfer intact" transfer on6 cubic warm $SRV_ADDR6
+check "rc3 over IPv6: DSCP per level as the policy says" levels_ok on6
+check "rc3 over IPv6: ACK bumps counted" test "$(delta on6 2 ctr)" -gt 0
+diag "rc3 over IPv6: $(levels_ok on6 | head -1), $(delta on6 2 ctr) packets taken by ACK bumps"
 
 # not_credited NAME: what ACK bumps took is not in tcpi_delivered (patch 0013). A lossless
 # transfer's packets are each delivered by TCP or taken by a bump, once: the sum is the
