@@ -444,35 +444,46 @@ def cmd_report(a):
            "until the flows hold >= 90% of capacity with Jain >= 0.9 per 100 ms.", "",
            "## Headline", ""] + headline(results) + [""]
     calibrations = sorted(n for n in results if n.startswith("calibration"))
-    names = calibrations + sorted(n for n in results if n not in calibrations)
-    if a.scenarios:
-        # Only these scenarios' sections are rewritten; the rest of the report (and the
-        # headline, which needs every scenario) stays as it was.
-        missing = [n for n in a.scenarios if n not in results]
-        if missing:
-            sys.exit(f"error: no results for {', '.join(missing)} in {RAW}")
-        text = open(REPORT).read()
-        for name in a.scenarios:
-            sec = scenario_section(name, scs.get(name, {"name": name}), order(results[name]),
-                                   meta, name in calibrations)
-            text = splice_section(text, name, "\n".join(sec))
-        with open(REPORT, "w") as f:
-            f.write(text)
-        print(f"rewrote {', '.join(a.scenarios)} in {os.path.relpath(REPORT, ROOT)}")
-        return 0
+    names = a.scenarios or calibrations + sorted(n for n in results if n not in calibrations)
+    missing = [n for n in names if n not in results]
+    if missing:
+        sys.exit(f"error: no results for {', '.join(missing)} in {RAW}")
+    # results/raw/ is not kept in git: a fresh clone has the runs it made itself. Only the
+    # scenarios with runs here are rewritten; the others keep their sections (which name
+    # their runs' commit) and their plots, and the headline is rewritten only when every
+    # scenario it draws on has runs here.
+    text = open(REPORT).read() if os.path.exists(REPORT) else ""
+    if not a.scenarios and text.count("\n## ") == 0:
+        text = "\n".join(out)
     for name in names:
-        out += scenario_section(name, scs.get(name, {"name": name}), order(results[name]),
-                                meta, name in calibrations)
+        sec = scenario_section(name, scs.get(name, {"name": name}), order(results[name]),
+                               meta, name in calibrations)
+        text = splice_section(text, name, "\n".join(sec))
+    if not a.scenarios:
+        # The preamble and the headline, up to the first scenario's section.
+        first = text.index("\n## ", text.index("## Headline") + 1) if "## Headline" in text \
+            else text.index("\n## ")
+        if all(n in results for n in HEADLINE_SCENARIOS):
+            text = "\n".join(out) + text[first:]
+        else:
+            print("headline kept: no runs here of "
+                  + ", ".join(n for n in HEADLINE_SCENARIOS if n not in results))
     with open(REPORT, "w") as f:
-        f.write("\n".join(out) + "\n")
-    print(f"wrote {os.path.relpath(REPORT, ROOT)} and {len(os.listdir(PLOTS))} plots")
-    if update_readme(headline(results)):
+        f.write(text)
+    print(f"rewrote {', '.join(names)} in {os.path.relpath(REPORT, ROOT)}")
+    if not a.scenarios and all(n in results for n in HEADLINE_SCENARIOS) \
+            and update_readme(headline(results)):
         print("updated the headline table in README.md")
     return 0
 
 
 README = os.path.join(ROOT, "README.md")
 HEADLINE_MARKS = ("<!-- headline: written by tools/bench.py report -->", "<!-- headline end -->")
+
+
+# The scenarios the headline table draws on.
+HEADLINE_SCENARIOS = ("one_flow", "four_flows", "incast16", "flows_leaving", "convergence",
+                      "fct_websearch")
 
 
 def headline(results):
