@@ -94,7 +94,7 @@ kernel::module_tcp_cong! {
         },
         hai_threshold: u32 {
             default: 5,
-            description: "non-positive gradients before hyperactive increase",
+            description: "negative gradients in a row before hyperactive increase",
             permissions: 0o444,
         },
         hai_factor: u32 {
@@ -294,7 +294,10 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
     fn tx_start(sk: &mut Sock<'_>, st: &mut State) {
         // Back from idle: the next segment's delivery rate must not span the gap.
         let p = params().for_mss(sk.mss());
-        st.seg.on_tx_start(&p, sk.now_us(), st.cc.rate_bps);
+        if st.seg.on_tx_start(&p, sk.now_us(), st.cc.rate_bps) {
+            // After an idle period the RTT history describes another path state.
+            st.cc.restart_gradient();
+        }
     }
 
     fn ssthresh(sk: &mut Sock<'_>, _st: &mut State) -> u32 {

@@ -13,7 +13,7 @@
 //! rtt < T_low            : rate += delta
 //! rtt > T_high           : rate *= 1 - beta (1 - T_high / rtt)
 //! original, gradient <= 0: rate += N delta   (N = hai_factor after hai_threshold
-//!                                            consecutive gradients <= 0, else 1)
+//!                                            consecutive gradients < 0, else 1)
 //! original, gradient > 0 : rate *= 1 - beta gradient
 //! patched                : w = clamp(2 gradient + 1/2, 0, 1); e = (rtt - rtt_ref) / rtt_ref
 //!                          rate = delta (1 - w) + rate (1 - beta_patched w e)
@@ -30,8 +30,12 @@
 //! - first sample: it only initialises `prev_rtt` (as eRPC's port of the authors' code);
 //! - a decrease never cuts the rate by more than half in one update (as eRPC), and the rate
 //!   is always kept within `[min_rate_bps, max_rate_bps]`;
-//! - HAI counts consecutive completions whose (smoothed) gradient is <= 0, and is reset
-//!   by any other outcome; it never applies in the `T_low` zone (as the paper states);
+//! - HAI counts consecutive completions whose (smoothed) gradient is < 0, as the paper
+//!   does, and is reset by any other outcome (a zero gradient too); it never applies in
+//!   the `T_low` zone (as the paper states);
+//! - after an idle period the RTT history is forgotten: the first completion after it only
+//!   sets the previous RTT, as at the start (a gradient across the gap would compare the
+//!   RTT of a drained path with that of a busy one);
 //! - application-limited completions (the application sent less than 80% of the target
 //!   rate) may decrease but never increase the rate;
 //! - loss, which both papers assume away, halves the rate once per recovery episode when
@@ -98,7 +102,8 @@ pub struct Params {
     pub init_rate_mbps: u32,
     /// Bytes ACKed per completion (one controller update).
     pub seg_bytes: u32,
-    /// Line rate used to subtract a segment's serialization time from its RTT; 0: none.
+    /// Line rate used to subtract a segment's serialization time from its RTT, with the
+    /// paper's last-sample rule (`rtt_window_bytes` 0) only; 0: none.
     pub line_rate_mbps: u32,
     /// Patched law: decrease factor (`beta` of Algorithm 2).
     pub patched_beta_ppm: u32,
@@ -341,7 +346,12 @@ impl Timely {
 
     fn gradient_zone_original(&mut self, p: &Params, rate: u64, gradient_ppm: i64) -> (u64, Mode) {
         if gradient_ppm <= 0 {
-            self.neg_gradients = self.neg_gradients.saturating_add(1);
+            // HAI after `hai_threshold` negative gradients in a row ([T] Algorithm 1).
+            self.neg_gradients = if gradient_ppm < 0 {
+                self.neg_gradients.saturating_add(1)
+            } else {
+                0
+            };
             if self.neg_gradients >= p.hai_threshold {
                 let step = p.delta_bps().saturating_mul(p.hai_factor.into());
                 (rate.saturating_add(step), Mode::Hai)
@@ -424,7 +434,8 @@ pub fn pacing_bytes_per_sec(rate_bps: u64) -> u64 {
 /// One completed segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Completion {
-    /// RTT of the segment, net of its serialization time at the line rate.
+    /// RTT of the segment (with the paper's rule and `line_rate_mbps`, net of its
+    /// serialization time at the line rate).
     pub rtt_us: u32,
     /// Rate at which the segment was delivered.
     pub delivered_bps: u64,
@@ -500,12 +511,16 @@ impl Segmenter {
     /// takes at `rate_bps`) starts a new segment. Without the burst time, a flow whose
     /// bursts are further apart than `t_high_us` would restart at every burst, never
     /// complete a segment, and its rate would never change again.
-    pub fn on_tx_start(&mut self, p: &Params, now_us: u64, rate_bps: u64) {
+    /// Returns whether it was an idle period (the segment started over): the caller then
+    /// forgets the RTT history too ([`Timely::restart_gradient`]).
+    pub fn on_tx_start(&mut self, p: &Params, now_us: u64, rate_bps: u64) -> bool {
         let burst_us = mul_div(u64::from(MAX_SEG_BYTES) * 8, 1_000_000, rate_bps.max(1));
         let idle_after_us = u64::from(p.t_high_us).saturating_add(burst_us);
-        if now_us.saturating_sub(self.last_ack_us) > idle_after_us {
+        let idle = now_us.saturating_sub(self.last_ack_us) > idle_after_us;
+        if idle {
             self.restart(now_us);
         }
+        idle
     }
 
     /// An RTT sample from `source`, taken unless a better source has given one within the
@@ -584,10 +599,12 @@ impl Segmenter {
         }
         let elapsed_us = now_us.saturating_sub(self.start_us).max(1);
         let delivered_bps = mul_div(u64::from(self.acked_bytes) * 8, 1_000_000, elapsed_us);
-        // bits / (Mbit/s) = microseconds.
-        let serialization_us = match p.line_rate_mbps {
-            0 => 0,
-            line => p.seg_bytes.saturating_mul(8) / line,
+        // The last sample of a segment (the paper's rule) is its last packet's, which
+        // waited for the whole segment's serialization; the window's minimum is a burst
+        // head's, which did not. bits / (Mbit/s) = microseconds.
+        let serialization_us = match (p.line_rate_mbps, p.rtt_window_bytes) {
+            (0, _) | (_, 1..) => 0,
+            (line, 0) => p.seg_bytes.saturating_mul(8) / line,
         };
         let window_min_us = match p.rtt_window_bytes {
             0 => self.rtt_us,
@@ -759,11 +776,11 @@ mod tests {
     }
 
     #[test]
-    fn hai_after_five_non_positive_gradients() {
-        let mut t = warmed(Variant::Original, 1_000_000_000, 100);
+    fn hai_after_five_negative_gradients() {
+        let mut t = warmed(Variant::Original, 1_000_000_000, 200);
         let mut rate = t.rate_bps;
         for i in 1..=8u32 {
-            t.on_completion(&P, Variant::Original, 100, false);
+            t.on_completion(&P, Variant::Original, 200 - i, false);
             let step = if i >= 5 {
                 5 * P.delta_bps()
             } else {
@@ -773,8 +790,15 @@ mod tests {
             rate = t.rate_bps;
         }
         assert_eq!(t.mode, Mode::Hai as u8);
-        t.on_completion(&P, Variant::Original, 110, false);
+        t.on_completion(&P, Variant::Original, 210, false);
         assert_eq!(t.neg_gradients, 0);
+        // A flat RTT: gradients of 0 increase by delta, and never count towards HAI.
+        let mut t = warmed(Variant::Original, 1_000_000_000, 100);
+        for _ in 0..8 {
+            t.on_completion(&P, Variant::Original, 100, false);
+            assert_eq!((t.gradient_ppm, t.neg_gradients), (0, 0));
+            assert_eq!(t.mode, Mode::Increase as u8);
+        }
     }
 
     #[test]
@@ -932,13 +956,13 @@ mod tests {
         s.restart(1000);
         assert_eq!(s.on_ack(&p, 1100, 8192, Some(300)), None);
         assert_eq!(s.on_ack(&p, 1150, 8000, None), None);
-        // 16384 bytes in 262 us; the smallest sample (300 us, not 400) less 131 us of
-        // serialization at 1 Gbit/s.
+        // 16384 bytes in 262 us; the smallest sample (300 us, not 400), a burst head's,
+        // which no serialization of the segment delayed.
         let c = s.on_ack(&p, 1262, 192, Some(400)).unwrap();
         assert_eq!(
             c,
             Completion {
-                rtt_us: 300 - 131,
+                rtt_us: 300,
                 delivered_bps: 16384 * 8 * 1_000_000 / 262,
                 new_source: false,
             }
@@ -1054,6 +1078,16 @@ mod tests {
         s.restart(0);
         assert_eq!(s.on_ack(&p, 10, 8192, Some(200)), None);
         assert_eq!(s.on_ack(&p, 20, 8192, Some(450)).unwrap().rtt_us, 450);
+        // The last packet waited for the segment's serialization: 131 us at 1 Gbit/s.
+        let paper = Params {
+            line_rate_mbps: 1000,
+            ..p
+        };
+        assert_eq!(s.on_ack(&paper, 25, 8192, Some(700)), None);
+        assert_eq!(
+            s.on_ack(&paper, 26, 8192, Some(600)).unwrap().rtt_us,
+            600 - 131
+        );
         assert_eq!(
             s.on_ack(&p, 30, P.seg_bytes, Some(300)).unwrap().rtt_us,
             300

@@ -75,7 +75,12 @@ fn expected(p: &Params, v: Variant, t: &Timely, rtt: u32) -> Expected {
         )
     } else if v == Variant::Original {
         if gradient <= 0 {
-            neg = t.neg_gradients.saturating_add(1);
+            // HAI counts negative gradients only; 0 breaks the run.
+            neg = if gradient < 0 {
+                t.neg_gradients.saturating_add(1)
+            } else {
+                0
+            };
             if neg >= p.hai_threshold {
                 (sat_u64(rate + delta * i128::from(p.hai_factor)), Mode::Hai)
             } else {
@@ -220,9 +225,11 @@ impl SegModel {
         }
     }
 
-    fn tx_start(&mut self, p: &Params, now: u64, rate: u64) {
+    fn tx_start(&mut self, p: &Params, now: u64, rate: u64) -> bool {
         let burst_us = u128::from(MAX_SEG_BYTES) * 8 * 1_000_000 / u128::from(rate.max(1));
-        if u128::from(now.saturating_sub(self.last_ack)) > u128::from(p.t_high_us) + burst_us {
+        let idle =
+            u128::from(now.saturating_sub(self.last_ack)) > u128::from(p.t_high_us) + burst_us;
+        if idle {
             // A new segment; the source stays.
             *self = SegModel {
                 source: self.source,
@@ -231,6 +238,7 @@ impl SegModel {
                 ..SegModel::new(now)
             };
         }
+        idle
     }
 
     fn offer(&mut self, p: &Params, now: u64, rtt: u32, source: RttSource) -> bool {
@@ -279,9 +287,10 @@ impl SegModel {
             }
             *self.recent.iter().min().unwrap()
         };
-        let serialization = match p.line_rate_mbps {
-            0 => 0,
-            line => p.seg_bytes * 8 / line,
+        // Only the last-sample rule's sample waited for the segment's serialization.
+        let serialization = match (p.line_rate_mbps, p.rtt_window_bytes) {
+            (line, 0) if line != 0 => p.seg_bytes * 8 / line,
+            _ => 0,
         };
         self.acked = 0;
         self.min_rtt = None;
@@ -403,9 +412,14 @@ impl Flow {
     }
 
     fn tx_start(&mut self, p: &Params, now: u64) {
-        self.seg.on_tx_start(p, now, self.cc.rate_bps);
-        self.model.tx_start(p, now, self.cc.rate_bps);
+        let idle = self.seg.on_tx_start(p, now, self.cc.rate_bps);
+        assert_eq!(idle, self.model.tx_start(p, now, self.cc.rate_bps));
         self.model.check(&self.seg);
+        if idle {
+            // The module forgets the RTT history after idle.
+            self.cc.restart_gradient();
+            assert_eq!((self.cc.prev_rtt_us, self.cc.rtt_diff_ns), (0, 0));
+        }
     }
 }
 
