@@ -3,7 +3,9 @@
 # DX and the delay-stamp option, in the UML guest:
 # - invalid module parameters fail the load with a message naming the parameter and range;
 # - dx offers the option and the receiver (any congestion control, sysctl default) answers:
-#   samples reach dx (TCPDelayStampSample), none is bad, ss shows software stamps (source 2);
+#   samples reach dx (TCPDelayStampSample), none is bad, ss shows software stamps (source 2),
+#   and most of them take the sender's t1 at the device boundary, the time TCP's skb went
+#   to the driver (TCPDelayStampDevTx), not TCP's departure time;
 # - with the receiver's net.ipv4.tcp_delay_stamps=0 the option is refused: dx falls back to
 #   the RTT (source 3 in ss), no sample and no bad option is counted, traffic flows;
 # - flows that do not use dx carry no option (no sample counted);
@@ -11,7 +13,9 @@
 #   a drift and noise; CONFIG_VETH_HWTSTAMP_EMUL) but net.ipv4.tcp_delay_stamps_hw at its
 #   default 0, no sample is a hardware one; with it 1 on both hosts, the samples are
 #   hardware ones (TCPDelayStampHwSample), ss shows hardware stamps (source 1), none is
-#   bad; with the receiver's hardware stamping off again, software stamps come back.
+#   bad, and no software sample takes the device-boundary t1 (data that asks for a hardware
+#   stamp keeps TCP's t1); with the receiver's hardware stamping off again, software stamps
+#   come back.
 #
 #   tcp_dx.sh MODULE.ko [PARAM=VALUE...]
 set -u
@@ -22,7 +26,7 @@ RATE_MBIT=100 DELAY_US=500 QUEUE_PKTS=500 FLOWS=2 SECONDS_PER_RUN=3
 out=$(mktemp -d /run/selftest.XXXXXX)
 trap 'ns_cleanup; rm -rf "$out"' EXIT
 
-ktap_plan 23
+ktap_plan 27
 dmesg -C
 
 # rejects NAME PARAM=VALUE...: insmod must fail, and dmesg must name NAME and its range.
@@ -39,11 +43,12 @@ check "insmod with the testbed parameters" insmod "$ko" "${mod_params[@]}"
 
 setup_dumbbell $RATE_MBIT $DELAY_US $QUEUE_PKTS && start_iperf_server || diag "dumbbell setup failed"
 
+COUNTERS="TCPDelayStampSample TCPDelayStampBad TCPDelayStampHwSample TCPDelayStampDevTx"
 # run NAME CC: iperf3 with CC for SECONDS_PER_RUN, sampling `ss -ti` (see tcp_timely.sh for
 # the real-time priority) into $out/ss.NAME; counters before and after in $out/ctr.NAME.
 run() {
 	local name=$1 cc=$2 c
-	for c in TCPDelayStampSample TCPDelayStampBad TCPDelayStampHwSample; do
+	for c in $COUNTERS; do
 		echo "$c $(tcpext $NS_CLI $c) $(tcpext $NS_SRV $c)"
 	done > "$out/ctr0.$name"
 	ip netns exec $NS_CLI timeout 30 iperf3 -c $SRV_ADDR -J -P $FLOWS -t $SECONDS_PER_RUN \
@@ -55,7 +60,7 @@ run() {
 		sleep 0.2
 	done
 	wait $pid
-	for c in TCPDelayStampSample TCPDelayStampBad TCPDelayStampHwSample; do
+	for c in $COUNTERS; do
 		echo "$c $(tcpext $NS_CLI $c) $(tcpext $NS_SRV $c)"
 	done > "$out/ctr1.$name"
 }
@@ -85,6 +90,13 @@ ss_check() {
 	if grep -q 'bytes_acked:' "$out/ss.$run" 2>/dev/null; then check "$name" "$@"
 	else ktap_skip "$name" "ss got no sample while the flows ran"; fi
 }
+# devtx_most NAME: most of run NAME's samples at the sender took the device-boundary t1.
+devtx_most() {
+	local dev all
+	dev=$(delta "$1" TCPDelayStampDevTx 2) all=$(delta "$1" TCPDelayStampSample 2)
+	echo "device t1 in $dev of $all samples"
+	[ "$dev" -gt 100 ] && [ $((dev * 2)) -gt "$all" ]
+}
 sources() { ss_sources "$out/ss.$1"; } # NAME: the sample sources dx reported in run NAME
 
 # iperf3 -C selects the control after connect(), when the SYN has gone without dx's
@@ -94,12 +106,14 @@ sources() { ss_sources "$out/ss.$1"; } # NAME: the sample sources dx reported in
 ip -n $NS_CLI route add $SRV_ADDR/32 via 10.10.1.2 congctl dx
 run stamps dx
 check "option negotiated: dx carries traffic (>= $((MIN_BPS / 1000)) kbit/s)" throughput stamps
-diag "option negotiated: $(throughput stamps 2>&1), samples $(delta stamps TCPDelayStampSample 2), bad $(delta stamps TCPDelayStampBad 2)/$(delta stamps TCPDelayStampBad 3) (cli/srv)"
+diag "option negotiated: $(throughput stamps 2>&1), samples $(delta stamps TCPDelayStampSample 2), device t1 $(delta stamps TCPDelayStampDevTx 2), bad $(delta stamps TCPDelayStampBad 2)/$(delta stamps TCPDelayStampBad 3) (cli/srv)"
 check "option negotiated: delay samples reach dx" test "$(delta stamps TCPDelayStampSample 2)" -gt 100
 check "option negotiated: no bad option on either side" \
 	test "$(delta stamps TCPDelayStampBad 2)" -eq 0 -a "$(delta stamps TCPDelayStampBad 3)" -eq 0
 check "option negotiated: no hardware sample without hardware stamping" \
 	test "$(delta stamps TCPDelayStampHwSample 2)" -eq 0
+check "option negotiated: most samples take t1 at the device boundary (TCPDelayStampDevTx)" \
+	devtx_most stamps
 ss_check stamps "option negotiated: ss shows software stamps (pacing_gain:2)" test "$(sources stamps)" = "2 "
 diag "dx ss sample: $(grep -o 'bbr:([^)]*)' "$out/ss.stamps" | tail -1)"
 
@@ -113,15 +127,19 @@ check "hardware stamping on at both ends (SIOCSHWTSTAMP)" \
 run hwoptout dx
 check "hardware stamping on, tcp_delay_stamps_hw=0: no hardware sample, samples still come" \
 	test "$(delta hwoptout TCPDelayStampHwSample 2)" -eq 0 -a "$(delta hwoptout TCPDelayStampSample 2)" -gt 100
+check "hardware stamping on, tcp_delay_stamps_hw=0: most samples take the device-boundary t1" \
+	devtx_most hwoptout
 for ns in $NS_CLI $NS_SRV; do ip netns exec $ns sysctl -qw net.ipv4.tcp_delay_stamps_hw=1; done
 run hw dx
 check "hardware stamps: dx carries traffic (>= $((MIN_BPS / 1000)) kbit/s)" throughput hw
-diag "hardware stamps: $(throughput hw 2>&1), samples $(delta hw TCPDelayStampSample 2), hardware $(delta hw TCPDelayStampHwSample 2), bad $(delta hw TCPDelayStampBad 2)/$(delta hw TCPDelayStampBad 3) (cli/srv)"
+diag "hardware stamps: $(throughput hw 2>&1), samples $(delta hw TCPDelayStampSample 2), hardware $(delta hw TCPDelayStampHwSample 2), device t1 $(delta hw TCPDelayStampDevTx 2), bad $(delta hw TCPDelayStampBad 2)/$(delta hw TCPDelayStampBad 3) (cli/srv)"
 check "hardware stamps: most samples are hardware ones" \
 	test "$(( $(delta hw TCPDelayStampHwSample 2) * 2 ))" -gt "$(delta hw TCPDelayStampSample 2)" \
 	-a "$(delta hw TCPDelayStampHwSample 2)" -gt 100
 check "hardware stamps: no bad option on either side" \
 	test "$(delta hw TCPDelayStampBad 2)" -eq 0 -a "$(delta hw TCPDelayStampBad 3)" -eq 0
+check "hardware stamps: no software sample takes the device-boundary t1" \
+	test "$(delta hw TCPDelayStampDevTx 2)" -eq 0
 ss_check hw "hardware stamps: ss shows hardware stamps (pacing_gain:1)" test "$(sources hw)" = "1 "
 diag "dx ss sample: $(grep -o 'bbr:([^)]*)' "$out/ss.hw" | tail -1)"
 nic_clock_off $NS_SRV s0
@@ -146,6 +164,8 @@ run cubic cubic
 check "cubic: carries traffic" throughput cubic
 check "cubic: no option, no sample" test "$(delta cubic TCPDelayStampSample 2)" -eq 0 \
 	-a "$(delta cubic TCPDelayStampBad 3)" -eq 0
+check "option refused, cubic: no device-boundary t1" \
+	test "$(delta refused TCPDelayStampDevTx 2)" -eq 0 -a "$(delta cubic TCPDelayStampDevTx 2)" -eq 0
 ss_check stamps "ss -ti shows dx's queuing delay, minimum RTT and source" \
 	grep -q 'bbr:(bw:[0-9.]*[KMG]\?bps,mrtt:[0-9.]*,pacing_gain:2,cwnd_gain:[0-9.e+-]*)' "$out/ss.stamps"
 ktap_finish
