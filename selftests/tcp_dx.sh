@@ -15,7 +15,10 @@
 #   hardware ones (TCPDelayStampHwSample), ss shows hardware stamps (source 1), none is
 #   bad, and no software sample takes the device-boundary t1 (data that asks for a hardware
 #   stamp keeps TCP's t1); with the receiver's hardware stamping off again, software stamps
-#   come back.
+#   come back;
+# - with DX's back-to-back calibration on at both ends (net.ipv4.tcp_delay_stamps_calibrate,
+#   at 10 Gbit/s, above the dumbbell's rates), stamps are moved at both ends
+#   (TCPDelayStampCalibrated), every sample stays valid and dx carries traffic.
 #
 #   tcp_dx.sh MODULE.ko [PARAM=VALUE...]
 set -u
@@ -26,7 +29,7 @@ RATE_MBIT=100 DELAY_US=500 QUEUE_PKTS=500 FLOWS=2 SECONDS_PER_RUN=3
 out=$(mktemp -d /run/selftest.XXXXXX)
 trap 'ns_cleanup; rm -rf "$out"' EXIT
 
-ktap_plan 27
+ktap_plan 30
 dmesg -C
 
 # rejects NAME PARAM=VALUE...: insmod must fail, and dmesg must name NAME and its range.
@@ -43,7 +46,7 @@ check "insmod with the testbed parameters" insmod "$ko" "${mod_params[@]}"
 
 setup_dumbbell $RATE_MBIT $DELAY_US $QUEUE_PKTS && start_iperf_server || diag "dumbbell setup failed"
 
-COUNTERS="TCPDelayStampSample TCPDelayStampBad TCPDelayStampHwSample TCPDelayStampDevTx"
+COUNTERS="TCPDelayStampSample TCPDelayStampBad TCPDelayStampHwSample TCPDelayStampDevTx TCPDelayStampCalibrated"
 # run NAME CC: iperf3 with CC for SECONDS_PER_RUN, sampling `ss -ti` (see tcp_timely.sh for
 # the real-time priority) into $out/ss.NAME; counters before and after in $out/ctr.NAME.
 run() {
@@ -116,6 +119,19 @@ check "option negotiated: most samples take t1 at the device boundary (TCPDelayS
 	devtx_most stamps
 ss_check stamps "option negotiated: ss shows software stamps (pacing_gain:2)" test "$(sources stamps)" = "2 "
 diag "dx ss sample: $(grep -o 'bbr:([^)]*)' "$out/ss.stamps" | tail -1)"
+
+# DX's back-to-back calibration at both ends, at 10 Gbit/s: the segments of a GSO skb,
+# which share one stamp, and stamps closer than 1.2 us are moved apart.
+for ns in $NS_CLI $NS_SRV; do ip netns exec $ns sysctl -qw net.ipv4.tcp_delay_stamps_calibrate=10000; done
+run calibrated dx
+check "calibrated: dx carries traffic (>= $((MIN_BPS / 1000)) kbit/s)" throughput calibrated
+diag "calibrated: $(throughput calibrated 2>&1), samples $(delta calibrated TCPDelayStampSample 2), stamps moved $(delta calibrated TCPDelayStampCalibrated 2)/$(delta calibrated TCPDelayStampCalibrated 3), bad $(delta calibrated TCPDelayStampBad 2)/$(delta calibrated TCPDelayStampBad 3) (cli/srv)"
+check "calibrated: stamps moved at the sender and at the receiver" \
+	test "$(delta calibrated TCPDelayStampCalibrated 2)" -gt 0 -a "$(delta calibrated TCPDelayStampCalibrated 3)" -gt 0
+check "calibrated: samples still come, none bad" \
+	test "$(delta calibrated TCPDelayStampSample 2)" -gt 100 -a "$(delta calibrated TCPDelayStampBad 2)" -eq 0 \
+	-a "$(delta calibrated TCPDelayStampBad 3)" -eq 0
+for ns in $NS_CLI $NS_SRV; do ip netns exec $ns sysctl -qw net.ipv4.tcp_delay_stamps_calibrate=0; done
 
 # Hardware stamps: the sender's device stamps t1 and t4, the receiver's t2, each from its
 # own emulated clock (seconds apart, one drifting 40 ppm, the paper's figure, with 300 ns

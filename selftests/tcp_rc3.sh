@@ -205,7 +205,15 @@ check "rc3: ACK bumps counted" test "$(delta on 2 ctr)" -gt 0
 diag "rc3: $(levels_ok | head -1), $(delta on 2 ctr) packets taken by ACK bumps"
 # IPv6: the skb's DSCP reaches the traffic class (inet6_csk_xmit_ds(), patch 0011).
 check "rc3 over IPv6: transfer intact" transfer on6 cubic warm $SRV_ADDR6
-check "rc3 over IPv6: DSCP per level as the policy says" levels_ok on6
+# Where the skbs are cut depends on the MSS (1428 bytes here, 1448 over IPv4): the tail
+# skb may start more than 20 packets from the end, leaving level 1 empty. The bounds hold.
+levels6_ok() {
+	local b1 b2 b3 sent
+	b1=$(delta on6 2 bands) b2=$(delta on6 3 bands) b3=$(delta on6 4 bands) sent=$(delta on6 1 ctr)
+	[ "$b2" -ge 1 ] && [ "$b3" -ge 1 ] && [ "$b1" -le 20 ] &&
+		[ $((b1 + b2)) -le 80 ] && [ $((b1 + b2 + b3)) -eq "$sent" ]
+}
+check "rc3 over IPv6: DSCP per level in the traffic class, within the policy's bounds" levels6_ok
 check "rc3 over IPv6: ACK bumps counted" test "$(delta on6 2 ctr)" -gt 0
 diag "rc3 over IPv6: $(levels_ok on6 | head -1), $(delta on6 2 ctr) packets taken by ACK bumps"
 

@@ -113,6 +113,14 @@ prepare_tree() {
 			return
 		fi
 		step "reverting the previously applied patch series"
+		# Files the new series leaves as they were get their old mtime back below, so
+		# that make rebuilds only what the changed patches touch (reverting and
+		# reapplying rewrites every file of the series).
+		(cd "$KERNEL_TREE" && cat "$applied"/*.patch "$PROJECT_ROOT"/patches/*.patch |
+			sed -n 's|^+++ b/||p' | sort -u | while read -r f; do
+				[ -f "$f" ] && printf '%s %s\t%s\n' "$(sha256sum < "$f" | cut -c1-64)" \
+					"$(stat -c %y "$f")" "$f"
+			done) > "$KERNEL_TREE/.rfl-mtimes"
 		for p in $(tac "$applied/series" | grep -v '^\s*\(#\|$\)'); do
 			patch -d "$KERNEL_TREE" -p1 -R -s -f < "$applied/$p" \
 				|| die "cannot revert $p from $KERNEL_TREE: delete $KERNEL_TREE and rerun setup"
@@ -125,6 +133,18 @@ prepare_tree() {
 			|| die "patches/$p does not apply to linux $KERNEL_DEB_VERSION: rebase it (see README, 'Changing the patches')"
 		patch -d "$KERNEL_TREE" -p1 -s -f -N < "$PROJECT_ROOT/patches/$p" >/dev/null
 	done
+	if [ -f "$KERNEL_TREE/.rfl-mtimes" ]; then
+		local sum_when sum when f kept=0
+		while IFS=$'\t' read -r sum_when f; do
+			sum=${sum_when%% *} when=${sum_when#* }
+			if [ -f "$KERNEL_TREE/$f" ] &&
+			   [ "$(sha256sum < "$KERNEL_TREE/$f" | cut -c1-64)" = "$sum" ]; then
+				touch -d "$when" "$KERNEL_TREE/$f" && kept=$((kept + 1))
+			fi
+		done < "$KERNEL_TREE/.rfl-mtimes"
+		rm -f "$KERNEL_TREE/.rfl-mtimes"
+		step "$kept files unchanged by the new series keep their build time"
+	fi
 	mkdir -p "$applied"
 	cp "$PROJECT_ROOT"/patches/* "$applied/"
 }
