@@ -642,11 +642,12 @@ def stamp_rows(rs):
     ok = [r for r in rs if r.get("ok") and "stamp_samples" in r]
     if not ok:
         return []
-    rows = ["", "Delay samples the sender's congestion control got, per run (of which from "
-            "hardware stamps):", "", "| algorithm | run | samples | hardware |", "|---|---:|---:|---:|"]
+    rows = ["", "Delay samples the sender's congestion control got, per run: of which from "
+            "hardware stamps, and software ones with t1 at the device boundary:", "",
+            "| algorithm | run | samples | hardware | device t1 |", "|---|---:|---:|---:|---:|"]
     for r in ok:
         rows.append(f"| {r['algo']} | {r.get('rep', 0)} | {r['stamp_samples']} | "
-                    f"{r['stamp_hw_samples']} |")
+                    f"{r['stamp_hw_samples']} | {fmt(r.get('stamp_dev_samples'))} |")
     return rows
 
 

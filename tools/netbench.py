@@ -137,17 +137,22 @@ def split_algo(algo):
            patch 0018); +hwN adds N ns of timestamp noise (standard deviation) at the
            receiver's NIC, so the one-way delay carries that noise (DX's Fig 11);
     +rtt   the receiver refuses the delay-stamp option (dx's RTT fallback; TIMELY on the
-           kernel's RTT)."""
+           kernel's RTT);
+    +calN  DX's back-to-back calibration of the software stamps at N Mbit/s at both ends
+           (net.ipv4.tcp_delay_stamps_calibrate, patch 0020)."""
     base, _, extra = algo.partition("+")
     m = re.fullmatch(r"hw(\d*)", extra)
+    cal = re.fullmatch(r"cal(\d+)", extra)
     if extra == "rc3":
         return base, {"rc3": True}
     if m:
         return base, {"hw_noise_ns": int(m.group(1) or 0)}
     if extra == "rtt":
         return base, {"rtt": True}
+    if cal:
+        return base, {"calibrate_mbps": int(cal.group(1))}
     if extra:
-        sys.exit(f"error: unknown variant '+{extra}' in '{algo}' (+rc3, +hw[N], +rtt)")
+        sys.exit(f"error: unknown variant '+{extra}' in '{algo}' (+rc3, +hw[N], +rtt, +calN)")
     return base, {}
 
 
@@ -165,10 +170,11 @@ def hardware_stamps(noise_ns):
 def stamp_counters():
     """The sender's delay-stamp counters (samples delivered, of which hardware ones)."""
     out = sh("ip netns exec cli nstat -az TcpExtTCPDelayStampSample "
-             "TcpExtTCPDelayStampHwSample", check=False).stdout
+             "TcpExtTCPDelayStampHwSample TcpExtTCPDelayStampDevTx", check=False).stdout
     vals = dict(re.findall(r"TcpExt(TCPDelayStamp\w+)\s+(\d+)", out))
     return {"stamp_samples": int(vals.get("TCPDelayStampSample", 0)),
-            "stamp_hw_samples": int(vals.get("TCPDelayStampHwSample", 0))}
+            "stamp_hw_samples": int(vals.get("TCPDelayStampHwSample", 0)),
+            "stamp_dev_samples": int(vals.get("TCPDelayStampDevTx", 0))}
 
 
 def jitter_starts(sc, flows, rep):
@@ -219,6 +225,10 @@ def run_scenario(sc, algo, log=print, rep=0):
         hardware_stamps(variant["hw_noise_ns"])
     if variant.get("rtt"):
         sh("ip netns exec srv sysctl -qw net.ipv4.tcp_delay_stamps=0")
+    if variant.get("calibrate_mbps"):
+        for ns in ("cli", "srv"):
+            sh(f"ip netns exec {ns} sysctl -qw "
+               f"net.ipv4.tcp_delay_stamps_calibrate={variant['calibrate_mbps']}")
     for key, value in sc.get("guest_sysctls", {}).items():
         # Global (not per-namespace) settings: the veth backlog a burst lands in.
         sh(f"sysctl -qw {key}='{value}'")
