@@ -146,14 +146,17 @@ set_noise() { # NS: noise_ns of c0 and s0
 }
 # The check means something only where the stamps' own noise is well below what is added
 # (on the debug kernel the path's own jitter was 160 us of RTT sd, against 20 added).
+# Both use the robust sd (1.4826 MAD): a guest stalled by a busy host for a few probes
+# (RTT sd 142 us against 20 expected, once, with two benchmark guests beside it) moves
+# the sd, not the spread of the noise added to every stamp.
 noise_measurable() {
 	python3 - "$out/hw.json" $NOISE_NS <<'PY'
 import json, math, sys
 base = json.load(open(sys.argv[1]))["sources"]["hardware"]
 noise = float(sys.argv[2])
 for key, stamps in (("rtt", 4), ("owd", 2)):
-    if base[key]["sd"] > 0.5 * math.sqrt(stamps) * noise:
-        print(f"the stamps' own {key} sd without noise, {base[key]['sd'] / 1000:.1f} us, "
+    if base[key]["sd_robust"] > 0.5 * math.sqrt(stamps) * noise:
+        print(f"the stamps' own {key} sd without noise, {base[key]['sd_robust'] / 1000:.1f} us, "
               f"is above half the {math.sqrt(stamps) * noise / 1000:.1f} us added")
         sys.exit(1)
 PY
@@ -165,9 +168,10 @@ base, noisy = (json.load(open(f))["sources"]["hardware"] for f in sys.argv[1:3])
 noise, tol = float(sys.argv[3]), float(sys.argv[4]) / 100
 ok = True
 for key, stamps in (("rtt", 4), ("owd", 2)):
-    want = math.sqrt(stamps * noise ** 2 + base[key]["sd"] ** 2)
-    got = noisy[key]["sd"]
-    print(f"{key}: sd {got / 1000:.2f} us, expected {want / 1000:.2f} us")
+    want = math.sqrt(stamps * noise ** 2 + base[key]["sd_robust"] ** 2)
+    got = noisy[key]["sd_robust"]
+    print(f"{key}: robust sd {got / 1000:.2f} us (sd {noisy[key]['sd'] / 1000:.2f}), "
+          f"expected {want / 1000:.2f} us")
     ok &= abs(got - want) <= tol * want
 sys.exit(0 if ok else 1)
 PY

@@ -127,6 +127,12 @@ class Stats(unittest.TestCase):
         self.assertAlmostEqual(st["sd"], math.sqrt(32 / 7))
         self.assertEqual((st["min"], st["max"], st["range"]), (2, 9, 7))
         self.assertEqual(st["p50"], 4.5)
+        # Median 4.5, absolute deviations 0.5 0.5 0.5 0.5 0.5 2.5 2.5 4.5: MAD 0.5.
+        self.assertAlmostEqual(st["sd_robust"], 1.4826 * 0.5)
+        # One huge outlier moves the sd, hardly the robust estimate.
+        noisy = tstamp.summarize([9, 2, 4, 4, 4, 5, 5, 7, 10_000])
+        self.assertGreater(noisy["sd"], 1000)
+        self.assertLess(noisy["sd_robust"], 2)
         self.assertIsNone(tstamp.summarize([]))
         self.assertEqual(tstamp.summarize([3])["sd"], 0.0)
 

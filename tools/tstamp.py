@@ -222,14 +222,18 @@ def percentile(sorted_values, p):
 
 
 def summarize(values):
-    """n, mean, standard deviation (sample, n - 1), min, max, range, p1, p50, p99; None if
-    there are no values. Same unit as the values."""
+    """n, mean, standard deviation (sample, n - 1), its robust estimate (1.4826 times the
+    median absolute deviation: the sd of normal noise, which a few outliers such as a
+    stalled host do not move), min, max, range, p1, p50, p99; None if there are no
+    values. Same unit as the values."""
     if not values:
         return None
     v = sorted(values)
+    median = statistics.median(v)
     return {
         "n": len(v), "mean": statistics.fmean(v),
         "sd": statistics.stdev(v) if len(v) > 1 else 0.0,
+        "sd_robust": 1.4826 * statistics.median(abs(x - median) for x in v),
         "min": v[0], "max": v[-1], "range": v[-1] - v[0],
         "p1": percentile(v, 1), "p50": percentile(v, 50), "p99": percentile(v, 99),
     }
