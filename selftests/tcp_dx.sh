@@ -4,8 +4,9 @@
 # - invalid module parameters fail the load with a message naming the parameter and range;
 # - dx offers the option and the receiver (any congestion control, sysctl default) answers:
 #   samples reach dx (TCPDelayStampSample), none is bad, ss shows software stamps (source 2),
-#   and most of them take the sender's t1 at the device boundary, the time TCP's skb went
-#   to the driver (TCPDelayStampDevTx), not TCP's departure time;
+#   and all but a few take the sender's t1 at the device boundary, the time TCP's skb went
+#   to the driver (TCPDelayStampDevTx), not TCP's departure time (one that cannot be moved
+#   is dropped, not mixed in);
 # - with the receiver's net.ipv4.tcp_delay_stamps=0 the option is refused: dx falls back to
 #   the RTT (source 3 in ss), no sample and no bad option is counted, traffic flows;
 # - flows that do not use dx carry no option (no sample counted);
@@ -93,12 +94,13 @@ ss_check() {
 	if grep -q 'bytes_acked:' "$out/ss.$run" 2>/dev/null; then check "$name" "$@"
 	else ktap_skip "$name" "ss got no sample while the flows ran"; fi
 }
-# devtx_most NAME: most of run NAME's samples at the sender took the device-boundary t1.
+# devtx_most NAME: run NAME's samples at the sender took the device-boundary t1, all but a
+# few (those before the connection's first: a sample that cannot be moved is dropped).
 devtx_most() {
 	local dev all
 	dev=$(delta "$1" TCPDelayStampDevTx 2) all=$(delta "$1" TCPDelayStampSample 2)
 	echo "device t1 in $dev of $all samples"
-	[ "$dev" -gt 100 ] && [ $((dev * 2)) -gt "$all" ]
+	[ "$dev" -gt 100 ] && [ $((dev * 100)) -ge $((all * 98)) ]
 }
 sources() { ss_sources "$out/ss.$1"; } # NAME: the sample sources dx reported in run NAME
 
@@ -115,7 +117,7 @@ check "option negotiated: no bad option on either side" \
 	test "$(delta stamps TCPDelayStampBad 2)" -eq 0 -a "$(delta stamps TCPDelayStampBad 3)" -eq 0
 check "option negotiated: no hardware sample without hardware stamping" \
 	test "$(delta stamps TCPDelayStampHwSample 2)" -eq 0
-check "option negotiated: most samples take t1 at the device boundary (TCPDelayStampDevTx)" \
+check "option negotiated: >= 98% of samples take t1 at the device boundary (TCPDelayStampDevTx)" \
 	devtx_most stamps
 ss_check stamps "option negotiated: ss shows software stamps (pacing_gain:2)" test "$(sources stamps)" = "2 "
 diag "dx ss sample: $(grep -o 'bbr:([^)]*)' "$out/ss.stamps" | tail -1)"
@@ -143,7 +145,7 @@ check "hardware stamping on at both ends (SIOCSHWTSTAMP)" \
 run hwoptout dx
 check "hardware stamping on, tcp_delay_stamps_hw=0: no hardware sample, samples still come" \
 	test "$(delta hwoptout TCPDelayStampHwSample 2)" -eq 0 -a "$(delta hwoptout TCPDelayStampSample 2)" -gt 100
-check "hardware stamping on, tcp_delay_stamps_hw=0: most samples take the device-boundary t1" \
+check "hardware stamping on, tcp_delay_stamps_hw=0: >= 98% of samples take the device-boundary t1" \
 	devtx_most hwoptout
 for ns in $NS_CLI $NS_SRV; do ip netns exec $ns sysctl -qw net.ipv4.tcp_delay_stamps_hw=1; done
 run hw dx
