@@ -619,8 +619,9 @@ def theorem5_rows(sc, rs, params):
     beta = timely_param(params, "patched_beta_ppm", 8000) / 1e6
     cap_bps = sc["rate_mbit"] * 1e6 * PAYLOAD_PER_FRAME
     rows = ["", "Patched TIMELY's operating point against Theorem 5 of \"ECN or Delay\" "
-            f"(RTT* = RTT_ref (1 + N delta / (beta C)), RTT_ref {rtt_ref} us, delta "
-            f"{delta_bps / 1e6:g} Mbit/s, beta {beta:g}, C {cap_bps / 1e6:.0f} Mbit/s of "
+            f"(RTT* = RTT_ref (1 + N delta / (beta' C)), RTT_ref {rtt_ref} us, delta "
+            f"{delta_bps / 1e6:g} Mbit/s, beta' (patched_beta_ppm) {beta:g}, "
+            f"C {cap_bps / 1e6:.0f} Mbit/s of "
             "payload), on the controller's RTT; queue = RTT less the idle RTT:", "",
             "| algorithm | run | N | RTT* predicted us | controller RTT p50 us | "
             "queue predicted / measured us | queue deviation |",
