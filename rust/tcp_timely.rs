@@ -278,9 +278,9 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
             // The first samples of a connection may take t2 or t4 from TCP's clock.
             DelaySource::Device | DelaySource::Tcp => RttSource::Software,
         };
-        let p = params().for_mss(sk.mss());
+        // The source rule reads T_high and the window only: no need for the MSS's floor.
         st.seg
-            .offer(&p, sk.now_us(), d.net_rtt_ns.div_ceil(1000), source);
+            .offer(&params(), sk.now_us(), d.net_rtt_ns.div_ceil(1000), source);
     }
 
     fn set_state(sk: &mut Sock<'_>, st: &mut State, new_state: CaState) {
@@ -510,22 +510,27 @@ mod tests {
         // + delta / 2, in bytes per second.
         let expect = start * 988 / 1000 + 10_000_000 / 2 / 8;
         assert_eq!(rate_bytes_per_sec(&mut s), expect);
-        let (attr, info) = s.get_info().ok_or(EINVAL)?;
-        assert_eq!(attr, kernel::bindings::INET_DIAG_BBRINFO);
-        let word = |i: usize| {
-            u32::from_ne_bytes([
-                info[4 * i],
-                info[4 * i + 1],
-                info[4 * i + 2],
-                info[4 * i + 3],
-            ])
-        };
+        let word = info_words(&mut s)?;
         assert_eq!(u64::from(word(0)) | (u64::from(word(1)) << 32), expect);
         assert_eq!(word(2), 200);
         // The kernel's RTT samples.
         assert_eq!(word(3), RttSource::Kernel as u32 * 256);
         assert_eq!(word(4), Mode::Weighted as u32 * 256);
         Ok(())
+    }
+
+    /// The `i`-th 32-bit word of the BBR layout `ss` shows (bw low and high, min RTT,
+    /// pacing gain, cwnd gain); an error, not a panic, if TIMELY reports another layout.
+    fn info_words(s: &mut TestSocket) -> Result<impl Fn(usize) -> u32> {
+        let (attr, b) = s.get_info().ok_or(EINVAL)?;
+        if attr != kernel::bindings::INET_DIAG_BBRINFO {
+            return Err(EINVAL);
+        }
+        Ok(
+            move |i: usize| {
+                u32::from_ne_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
+            },
+        )
     }
 
     /// One segment's ACKs, each with the delay-stamp option's network RTT `net_rtt_us`
@@ -553,9 +558,8 @@ mod tests {
 
     /// `(min_rtt_us, pacing_gain)` as `ss` shows them.
     fn rtt_and_source(s: &mut TestSocket) -> Result<(u32, u32)> {
-        let (_, b) = s.get_info().ok_or(EINVAL)?;
-        let word = |i: usize| u32::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-        Ok((word(8), word(12)))
+        let word = info_words(s)?;
+        Ok((word(2), word(3)))
     }
 
     #[test]

@@ -19,6 +19,8 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 
+from netbench import PAYLOAD_PER_FRAME  # the capacity netbench counts utilization against
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCENARIOS = os.path.join(ROOT, "tools", "bench", "scenarios")
 RAW = os.path.join(ROOT, "results", "raw")
@@ -544,15 +546,19 @@ def update_readme(lines):
     return True
 
 
+def median_range(ok, k, spec="{:.0f}"):
+    """Runs' `k` as "median (min-max)", the median alone for one run, "-" for none."""
+    xs = sorted(r[k] for r in ok if r.get(k) is not None)
+    if not xs:
+        return "-"
+    m = spec.format(xs[len(xs) // 2])
+    return m if len(xs) == 1 else f"{m} ({spec.format(xs[0])}-{spec.format(xs[-1])})"
+
+
 def spread_rows(rs):
     """For repeated runs: median and (min-max) per algorithm, when the runs differ."""
     rows = []
-
-    def cell(ok, k, spec="{:.0f}"):
-        xs = sorted(r[k] for r in ok if r.get(k) is not None)
-        if not xs:
-            return "-"
-        return f"{spec.format(xs[len(xs) // 2])} ({spec.format(xs[0])}-{spec.format(xs[-1])})"
+    cell = median_range
 
     for algo in dict.fromkeys(r["algo"] for r in rs):
         ok = [r for r in rs if r["algo"] == algo and r.get("ok")]
@@ -579,13 +585,9 @@ def ctl_rows(rs):
         ok = [r for r in rs if r["algo"] == algo and r.get("ok") and r.get("ctl_rtt_p50_us")]
         if not ok:
             continue
-
-        def cell(k):
-            xs = sorted(r[k] for r in ok)
-            m = f"{xs[len(xs) // 2]:.0f}"
-            return m if len(xs) == 1 else f"{m} ({xs[0]:.0f}-{xs[-1]:.0f})"
         sources = sorted({src for r in ok for src in r.get("ctl_sources", [])})
-        rows.append(f"| {algo} | {len(ok)} | {cell('ctl_rtt_p50_us')} | {cell('ctl_rtt_p99_us')} "
+        rows.append(f"| {algo} | {len(ok)} | {median_range(ok, 'ctl_rtt_p50_us')} "
+                    f"| {median_range(ok, 'ctl_rtt_p99_us')} "
                     f"| {', '.join(SOURCE_NAMES.get(x, str(x)) for x in sources)} |")
     if not rows:
         return []
@@ -600,8 +602,6 @@ def timely_param(params, name, default):
     return int(m.group(1)) if m else default
 
 
-# The bottleneck's capacity in TCP payload, as netbench counts utilization.
-PAYLOAD_PER_FRAME = 1448 / 1514
 
 
 def theorem5_rows(sc, rs, params):
