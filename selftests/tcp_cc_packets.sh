@@ -18,9 +18,11 @@
 # it never sends bumped data), inside one of them (rc3_ack_mid_skb: the skb is split
 # there), beyond everything queued (rc3_ack_beyond_write_seq), over queued data the loop
 # had not sent (rc3_ack_unsent_data) or over the FIN, which the loop never sends
-# (rc3_ack_unsent_fin): these three must draw challenge ACKs and no bump, and the FIN come.
-# rc3_sack_beyond_snd_nxt only SACKs the copies: TCPSACKDiscard counts the blocks and TCP
-# sends what they cover (today's behaviour: accepting them is not done yet).
+# (rc3_ack_unsent_fin): these three must draw challenge ACKs and no bump, and the FIN come;
+# TCP may skip only what the peer SACKed.
+# rc3_sack_beyond_snd_nxt only SACKs the copies and never ACKs past snd_nxt: TCP skips
+# what the blocks cover (TCPRC3SackSkip, patch 0022), only data the peer holds, and never
+# sends it.
 #
 #   tcp_cc_packets.sh MODULE.ko [PARAM=VALUE...] [MODULE.ko [PARAM=VALUE...]]...
 set -u

@@ -45,7 +45,8 @@ SCENARIOS = ("plain", "ecn_echo", "sack_hole", "ack_beyond_snd_nxt", "sack_beyon
 # unsent tail carry the policy's DSCP (tcp_rc3.ko's default: 1, Lower-Effort).
 TCP_RC3, RC3_DSCP = 47, 1
 # In these the peer's cumulative ACK never passes the sender's snd_nxt: what it holds
-# beyond is only SACKed, so any ACK bump would come from the scenario's own hostile ACK.
+# beyond is only SACKed, so any ACK bump would come from the scenario's own hostile ACK;
+# TCP skips what the SACKs cover (patch 0022).
 RC3_CAPPED = ("rc3_ack_beyond_write_seq", "rc3_ack_unsent_data", "rc3_ack_unsent_fin",
               "rc3_sack_beyond_snd_nxt")
 RC3_HOSTILE = ("rc3_ack_beyond_write_seq", "rc3_ack_unsent_data", "rc3_ack_unsent_fin")
@@ -215,6 +216,7 @@ class Peer:
         self.lp_end = None           # highest end of LP data seen
         self.jumps = []              # (from, to): TCP's next segment started above its snd_nxt
         self.bumped_resent = 0       # TCP segments overlapping a jump: data sent after a bump
+        self.jumps_unheld = 0        # jumps over data the peer did not hold (a bad skip)
         self.dup_bytes = 0           # TCP payload the peer already held (from LP copies)
         self.hostile = []            # ACKs the scenario sent beyond what the sender may take
         self.hostile_lp_end = None   # lp_end when they were sent
@@ -487,11 +489,14 @@ class Peer:
 
     def tcp_segment(self, seq, end, nbytes):
         """One of TCP's own segments: follow its snd_nxt. A segment starting above it means
-        TCP skipped data (an ACK bump made it sent); one overlapping such a gap later sent
-        bumped data again."""
+        TCP skipped data (an ACK bump made it sent, or the peer had SACKed the loop's copy
+        of it, patch 0022: then the peer must hold all of it); one overlapping such a gap
+        later sent skipped data again."""
         gap = (seq - self.highest_end) & 0xFFFFFFFF
         if 0 < gap < 1 << 31:
             self.jumps.append((self.highest_end, seq))
+            if ((seq - self.rcv_nxt) & 0xFFFFFFFF) in range(1, 1 << 31):
+                self.jumps_unheld += 1
         elif gap and any(((seq - lo) & 0xFFFFFFFF) < ((hi - lo) & 0xFFFFFFFF) or
                          ((lo - seq) & 0xFFFFFFFF) < ((end - seq) & 0xFFFFFFFF)
                          for lo, hi in self.jumps):
@@ -674,6 +679,7 @@ class Peer:
             "lp_segments": self.lp_segments, "lp_bytes": self.lp_bytes,
             "lp_dscps": sorted(self.lp_dscps), "lp_bad": self.lp_bad,
             "jumps": len(self.jumps),
+            "jumps_unheld": self.jumps_unheld,
             "jumped_bytes": sum((hi - lo) & 0xFFFFFFFF for lo, hi in self.jumps),
             "bumped_resent": self.bumped_resent, "dup_bytes": self.dup_bytes,
             "hostile_acks": len(self.hostile),
@@ -707,9 +713,16 @@ class Peer:
         if a.scenario == "rc3_ack_mid_skb" and \
                 (self.mid is None or self.mid not in [hi for _, hi in self.jumps]):
             why.append(f"no segment started where the ACK cut an LP segment ({rel(self.mid)})")
-        if a.scenario in RC3_CAPPED and self.jumps:
-            why.append("TCP skipped data though no ACK passed its snd_nxt: "
-                       f"{[(rel(lo), rel(hi)) for lo, hi in self.jumps]}")
+        if a.scenario in RC3_CAPPED:
+            # No ACK passes snd_nxt, but the peer SACKs the loop's copies beyond it: TCP
+            # may skip what was SACKed (patch 0022), only that, and never send it again.
+            if self.jumps_unheld:
+                why.append(f"{self.jumps_unheld} skips over data the peer did not hold: "
+                           f"{[(rel(lo), rel(hi)) for lo, hi in self.jumps]}")
+            if self.bumped_resent:
+                why.append(f"{self.bumped_resent} segments of skipped data sent again")
+        if a.scenario == "rc3_sack_beyond_snd_nxt" and not self.jumps:
+            why.append("TCP sent everything the peer had SACKed (no skip)")
         if a.scenario in RC3_HOSTILE and not self.hostile:
             why.append("the hostile ACK was never due (no LP data held beyond snd_nxt)")
         if rc3 and not self.fin_seen:
@@ -747,9 +760,8 @@ def counter_expectations(scenario, delta, offered, want_offer, r):
     if hostile and delta["TCPChallengeACK"] + delta["TCPACKSkippedChallenge"] < hostile:
         why.append(f"{hostile} hostile ACKs, challenge ACKs +"
                    f"{delta['TCPChallengeACK'] + delta['TCPACKSkippedChallenge']}")
-    if scenario == "rc3_sack_beyond_snd_nxt" and delta["TCPSACKDiscard"] <= 0:
-        # Today's behaviour (README: accepting them is not done yet).
-        why.append("no SACK block beyond snd_nxt discarded")
+    if scenario == "rc3_sack_beyond_snd_nxt" and delta["TCPRC3SackSkip"] <= 0:
+        why.append("no packet skipped for a SACK beyond snd_nxt (TCPRC3SackSkip)")
     if scenario == "ack_beyond_snd_nxt" and \
             delta["TCPChallengeACK"] + delta["TCPACKSkippedChallenge"] <= 0:
         why.append("no challenge ACK counted")
@@ -771,7 +783,8 @@ def counter_expectations(scenario, delta, offered, want_offer, r):
 
 
 COUNTERS = ("TCPSACKDiscard", "TCPChallengeACK", "TCPACKSkippedChallenge",
-            "TCPDelayStampSample", "TCPDelayStampBad", "TCPRC3Sent", "TCPRC3AckBump")
+            "TCPDelayStampSample", "TCPDelayStampBad", "TCPRC3Sent", "TCPRC3AckBump",
+            "TCPRC3SackSkip")
 
 
 def batch(args):
@@ -810,9 +823,10 @@ def batch(args):
             delta["TCPChallengeACK"] + delta["TCPACKSkippedChallenge"],
             delta["TCPSACKDiscard"], delta["TCPDelayStampSample"], delta["TCPDelayStampBad"])
         if scenario.startswith("rc3_"):
-            fig += (" rc3_sent+%d rc3_bump+%d lp=%s/%sB dscp=%s jumps=%s/%sB bumped_resent=%s"
+            fig += (" rc3_sent+%d rc3_bump+%d rc3_sack_skip+%d lp=%s/%sB dscp=%s jumps=%s/%sB bumped_resent=%s"
                     " dup=%sB hostile=%s@lp_end=%s retrans=%s") % (
-                delta["TCPRC3Sent"], delta["TCPRC3AckBump"], r.get("lp_segments"),
+                delta["TCPRC3Sent"], delta["TCPRC3AckBump"], delta["TCPRC3SackSkip"],
+                r.get("lp_segments"),
                 r.get("lp_bytes"), r.get("lp_dscps"), r.get("jumps"), r.get("jumped_bytes"),
                 r.get("bumped_resent"), r.get("dup_bytes"), r.get("hostile_rel"),
                 r.get("hostile_lp_end_rel"), r.get("client", {}).get("total_retrans"))

@@ -20,7 +20,7 @@ MODULES=(
 	"rust/tcp_dx.ko|dx|rust_dx|$DX_PARAMS_100M|selftests/tcp_dx.sh"
 )
 field() { cut -d'|' -f"$2" <<<"$1"; }
-BUILTIN_KUNIT_SUITES=(rust_tcp_cong)
+BUILTIN_KUNIT_SUITES=(rust_tcp_cong rust_tcp_rc3)
 
 # Guest time limits (uml-run.sh --timeout) are the normal kernel's times TIMEOUT_SCALE. The
 # debug kernel runs TCP about 15 times slower (KASAN, lockdep, ...; see README), and the
