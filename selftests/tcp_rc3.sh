@@ -42,7 +42,7 @@ out=$(mktemp -d /run/selftest.XXXXXX)
 trap 'ns_cleanup; rm -rf "$out"' EXIT
 BYTES=300000
 
-ktap_plan 45
+ktap_plan 44
 dmesg -C
 
 rejects() {
@@ -243,8 +243,9 @@ check "rc3: DSCP per level as the policy says" levels_ok
 # or by a SACK of the copies it saw before its send head got there (patch 0022; with
 # the copies in flight ahead of TCP, this is the common case).
 taken() { echo $(($(delta "$1" 2 ctr) + $(delta "$1" 3 ctr))); }
+# (Which of the two depends on timing: on the debug kernel, bumps take most of it. The
+# skips are checked where they must happen, with a level dropped below.)
 check "rc3: the tail taken without TCP sending it (ACK bumps, SACK skips)" test "$(taken on)" -gt 0
-check "rc3: TCP skipped what the receiver SACKed beyond snd_nxt" test "$(delta on 3 ctr)" -gt 0
 diag "rc3: $(levels_ok | head -1), $(delta on 2 ctr) packets taken by ACK bumps, $(delta on 3 ctr) skipped"
 # IPv6: the skb's DSCP reaches the traffic class (inet6_csk_xmit_ds(), patch 0011).
 check "rc3 over IPv6: transfer intact" transfer on6 cubic warm $SRV_ADDR6
