@@ -181,3 +181,13 @@ ss_sources() {
 	grep -o 'bbr:([^)]*pacing_gain:[0-9]*' "$1" | sed 's/.*pacing_gain://' |
 		grep -v '^0$' | sort -u | tr '\n' ' '
 }
+# ss_source_counts FILE: how many of FILE's samples reported each source, "N:count ...".
+ss_source_counts() {
+	grep -o 'bbr:([^)]*pacing_gain:[0-9]*' "$1" | sed 's/.*pacing_gain://' |
+		grep -v '^0$' | sort | uniq -c | awk '{ printf "%s:%s ", $2, $1 }'
+}
+# ss_source_pct FILE N: the percentage of FILE's samples (with a source) that reported N.
+ss_source_pct() {
+	grep -o 'bbr:([^)]*pacing_gain:[0-9]*' "$1" | sed 's/.*pacing_gain://' | grep -v '^0$' |
+		awk -v n="$2" '{ all++; if ($1 == n) hit++ } END { print all ? int(100 * hit / all) : 0 }'
+}

@@ -7,8 +7,9 @@
 #   and the controller is live (the rate changes while the flows run);
 # - ss -ti shows the controller's state;
 # - with the delay-stamp option negotiated, the RTT samples are its network RTTs (ss:
-#   pacing_gain:2, software stamps); with the receiver refusing it, the kernel's RTT
-#   (pacing_gain:3).
+#   pacing_gain:2, software stamps; a flow without delay samples for 4 T_high uses the
+#   kernel's RTT meanwhile, so not in every sample); with the receiver refusing it, only
+#   the kernel's RTT (pacing_gain:3).
 #
 #   tcp_timely.sh MODULE.ko [PARAM=VALUE...]
 set -u
@@ -128,7 +129,7 @@ PY
 			"ss got no sample while the flows ran"
 		ktap_skip "$algo: controller is live (rate changes during the run)" \
 			"ss got no sample while the flows ran"
-		ktap_skip "$algo: RTT samples from the delay-stamp option (ss pacing_gain:2)" \
+		ktap_skip "$algo: RTT samples from the delay-stamp option (ss pacing_gain:2 seen)" \
 			"ss got no sample while the flows ran"
 		diag "$algo: ss printed:"; diag_lines "$(head -c 600 "$out/raw.$algo")"
 		continue
@@ -136,9 +137,13 @@ PY
 	check "$algo: every flow paced at the controller's rate ($paced_name)" paced
 	debug_kernel && diag "$algo pacing: $(paced | tail -n 1)"
 	check "$algo: controller is live (rate changes during the run)" live
-	check "$algo: RTT samples from the delay-stamp option (ss pacing_gain:2)" \
-		eval 'test "$(ss_sources "$out/ss.$algo")" = "2 " -a "$(cat "$out/samples.$algo")" -gt 100'
-	diag "$algo: sources '$(ss_sources "$out/ss.$algo")', $(cat "$out/samples.$algo") delay samples"
+	# A flow whose delay samples stop for 4 T_high uses the kernel's RTT until they come
+	# back (Segmenter::offer): on some machines that is most of patched TIMELY's samples
+	# (2 of 8 ss samples at source 2, with 829 delay samples over 4 flows in 4 s: issue
+	# 12). What must hold is that the option's samples reach the controller and are used.
+	check "$algo: RTT samples from the delay-stamp option (ss pacing_gain:2 seen)" \
+		eval 'test "$(ss_source_pct "$out/ss.$algo" 2)" -gt 0 -a "$(cat "$out/samples.$algo")" -gt 100'
+	diag "$algo: sources (source:samples) '$(ss_source_counts "$out/ss.$algo")', $(cat "$out/samples.$algo") delay samples, $(grep -o '"retransmits":[[:space:]]*[0-9]*' "$out/$algo.json" | tail -1 | tr -d '[:space:]')"
 	diag "$algo ss sample: $(grep -o 'bbr:([^)]*)' "$out/ss.$algo" | tail -1)"
 done
 if [ ! -s "$out/ss.timely" ]; then
