@@ -139,10 +139,16 @@ def split_algo(algo):
     +rtt   the receiver refuses the delay-stamp option (dx's RTT fallback; TIMELY on the
            kernel's RTT);
     +calN  DX's back-to-back calibration of the software stamps at N Mbit/s at both ends
-           (net.ipv4.tcp_delay_stamps_calibrate, patch 0020)."""
+           (net.ipv4.tcp_delay_stamps_calibrate, patch 0020);
+    +jitN  RTT noise: each packet of the reverse path (the ACKs) delayed by an extra
+           uniform [0, N] us at the receiver's egress (TIMELY's Fig 12; ACKs may reorder);
+    +lossP random loss of P% of the sender's packets, independent of congestion (netem at
+           the sender's egress; with gso_max_segs 1 each skb is one packet)."""
     base, _, extra = algo.partition("+")
     m = re.fullmatch(r"hw(\d*)", extra)
     cal = re.fullmatch(r"cal(\d+)", extra)
+    jit = re.fullmatch(r"jit(\d+)", extra)
+    loss = re.fullmatch(r"loss(\d+(?:\.\d+)?)", extra)
     if extra == "rc3":
         return base, {"rc3": True}
     if m:
@@ -151,8 +157,13 @@ def split_algo(algo):
         return base, {"rtt": True}
     if cal:
         return base, {"calibrate_mbps": int(cal.group(1))}
+    if jit:
+        return base, {"ack_jitter_us": int(jit.group(1))}
+    if loss:
+        return base, {"loss_pct": float(loss.group(1))}
     if extra:
-        sys.exit(f"error: unknown variant '+{extra}' in '{algo}' (+rc3, +hw[N], +rtt, +calN)")
+        sys.exit(f"error: unknown variant '+{extra}' in '{algo}' "
+                 "(+rc3, +hw[N], +rtt, +calN, +jitN, +lossP)")
     return base, {}
 
 
@@ -223,6 +234,15 @@ def run_scenario(sc, algo, log=print, rep=0):
         lib(f"gso_max_segs {sc['gso_max_segs']}")
     if "hw_noise_ns" in variant:
         hardware_stamps(variant["hw_noise_ns"])
+    if variant.get("ack_jitter_us"):
+        # Uniform [0, N] us on top of the path's delay: netem's jitter is +-J around its
+        # delay (uniform without a distribution table).
+        j = variant["ack_jitter_us"]
+        sh(f"tc -n srv qdisc change dev s0 root netem delay {sc['delay_us'] + j / 2}us "
+           f"{j / 2}us limit 100000")
+    if variant.get("loss_pct"):
+        sh(f"tc -n cli qdisc replace dev c0 root netem loss {variant['loss_pct']}% "
+           f"limit 100000")
     if variant.get("rtt"):
         sh("ip netns exec srv sysctl -qw net.ipv4.tcp_delay_stamps=0")
     if variant.get("calibrate_mbps"):

@@ -1,0 +1,33 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Host tests of netbench's algorithm variants (the part that needs no guest)."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netbench  # noqa: E402
+
+
+class SplitAlgo(unittest.TestCase):
+    def test_plain_and_known_variants(self):
+        self.assertEqual(netbench.split_algo("cubic"), ("cubic", {}))
+        self.assertEqual(netbench.split_algo("cubic+rc3"), ("cubic", {"rc3": True}))
+        self.assertEqual(netbench.split_algo("dx+hw2000"), ("dx", {"hw_noise_ns": 2000}))
+        self.assertEqual(netbench.split_algo("dx+cal1000"), ("dx", {"calibrate_mbps": 1000}))
+
+    def test_noise_and_loss(self):
+        self.assertEqual(netbench.split_algo("timely+jit50"), ("timely", {"ack_jitter_us": 50}))
+        self.assertEqual(netbench.split_algo("dctcp+loss0.5"), ("dctcp", {"loss_pct": 0.5}))
+        self.assertEqual(netbench.split_algo("cubic+loss1"), ("cubic", {"loss_pct": 1.0}))
+
+    def test_unknown_variant_names_the_known_ones(self):
+        for bad in ("timely+jit", "cubic+loss", "cubic+lossx", "cubic+fast"):
+            with self.assertRaises(SystemExit) as e:
+                netbench.split_algo(bad)
+            self.assertIn("+jitN, +lossP", str(e.exception.code))
+
+
+if __name__ == "__main__":
+    unittest.main()
