@@ -177,17 +177,15 @@ gso_max_segs() {
 # ss_sources FILE: the distinct sources of delay samples dx and TIMELY reported in FILE of
 # `ss -ti` lines (pacing_gain: 1 hardware stamps, 2 software stamps, 3 RTT), once they
 # had one, as "2 " or "1 2 ".
-ss_sources() {
-	grep -o 'bbr:([^)]*pacing_gain:[0-9]*' "$1" | sed 's/.*pacing_gain://' |
-		grep -v '^0$' | sort -u | tr '\n' ' '
+ss_sources() { ss_source_each "$1" | sort -u | tr '\n' ' '; }
+# ss_source_each FILE: the source of each of FILE's samples that had one, a line each.
+ss_source_each() {
+	grep -o 'bbr:([^)]*pacing_gain:[0-9]*' "$1" | sed 's/.*pacing_gain://' | grep -v '^0$'
 }
 # ss_source_counts FILE: how many of FILE's samples reported each source, "N:count ...".
-ss_source_counts() {
-	grep -o 'bbr:([^)]*pacing_gain:[0-9]*' "$1" | sed 's/.*pacing_gain://' |
-		grep -v '^0$' | sort | uniq -c | awk '{ printf "%s:%s ", $2, $1 }'
-}
+ss_source_counts() { ss_source_each "$1" | sort | uniq -c | awk '{ printf "%s:%s ", $2, $1 }'; }
 # ss_source_pct FILE N: the percentage of FILE's samples (with a source) that reported N.
 ss_source_pct() {
-	grep -o 'bbr:([^)]*pacing_gain:[0-9]*' "$1" | sed 's/.*pacing_gain://' | grep -v '^0$' |
+	ss_source_each "$1" |
 		awk -v n="$2" '{ all++; if ($1 == n) hit++ } END { print all ? int(100 * hit / all) : 0 }'
 }
