@@ -29,7 +29,10 @@
 //! - a new flow starts at the fair share C / (N + 1), N being the flows of either variant
 //!   sending from this host ("ECN or Delay", section 4), unless `init_rate_mbps` is set;
 //! - entering fast recovery or a retransmission timeout halves the rate, once per episode,
-//!   unless the last RTT showed no queue (then the loss is not congestion).
+//!   unless the last RTT showed no queue (below `loss_rtt_us`, T_low by default: then the
+//!   loss is not congestion);
+//! - an ECN congestion mark the peer echoes (TCP's CWR state, once per window) halves the
+//!   rate at any RTT, as RFC 3168 asks: where ECN is negotiated it is answered.
 //!
 //! `ss -ti` shows the state in the BBR layout: `bw` is the TIMELY rate, `mrtt` the last
 //! completion's RTT, `cwnd_gain` the mode of the last update (see `Mode` in the core),
@@ -142,6 +145,11 @@ kernel::module_tcp_cong! {
             description: "minimum RTT over this many bytes of ACKs (0..=65536); 0: last",
             permissions: 0o444,
         },
+        loss_rtt_us: u32 {
+            default: 0,
+            description: "a loss halves the rate only at or above this RTT (us); 0: t_low_us",
+            permissions: 0o444,
+        },
     },
 }
 
@@ -164,6 +172,7 @@ fn params() -> Params {
         patched_beta_ppm: m::patched_beta_ppm.value(),
         rtt_ref_us: m::rtt_ref_us.value(),
         rtt_window_bytes: m::rtt_window_bytes.value(),
+        loss_rtt_us: m::loss_rtt_us.value(),
     }
 }
 
@@ -284,11 +293,21 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
     }
 
     fn set_state(sk: &mut Sock<'_>, st: &mut State, new_state: CaState) {
-        if in_loss_recovery(new_state) && !in_loss_recovery(sk.ca_state()) {
-            let p = params().for_mss(sk.mss());
+        let old_state = sk.ca_state();
+        let p = params().for_mss(sk.mss());
+        if in_loss_recovery(new_state) && !in_loss_recovery(old_state) {
             st.cc.on_loss(&p);
-            Self::apply(sk, st, &p);
+        } else if new_state == CaState::Cwr
+            && matches!(old_state, CaState::Open | CaState::Disorder)
+        {
+            // tcp_enter_cwr(): the peer echoed a CE mark (ECN was negotiated, as it is for
+            // every connection with net.ipv4.tcp_ecn=1). Once per window: TCP stays in CWR
+            // until the data in flight at the mark is acknowledged.
+            st.cc.on_ce(&p);
+        } else {
+            return;
         }
+        Self::apply(sk, st, &p);
     }
 
     fn tx_start(sk: &mut Sock<'_>, st: &mut State) {
@@ -496,6 +515,21 @@ mod tests {
         let before = rate_bytes_per_sec(&mut s);
         s.set_ca_state(CaState::Recovery);
         assert_eq!(rate_bytes_per_sec(&mut s), before);
+        Ok(())
+    }
+
+    #[test]
+    fn an_echoed_congestion_mark_halves_once_per_window() -> Result {
+        let mut s = TestSocket::with_algorithm::<TimelyCc<true>>()?;
+        // RTT 30 us < T_low: a loss would not count, a CE mark does.
+        let mut now = 1000;
+        segment(&mut s, &mut now, 30, false);
+        let before = rate_bytes_per_sec(&mut s);
+        s.set_ca_state(CaState::Cwr);
+        assert_eq!(rate_bytes_per_sec(&mut s), before / 2);
+        // Still in CWR, or recovery from it: no second cut for the same window.
+        s.set_ca_state(CaState::Cwr);
+        assert_eq!(rate_bytes_per_sec(&mut s), before / 2);
         Ok(())
     }
 

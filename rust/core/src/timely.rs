@@ -72,6 +72,8 @@ pub enum Mode {
     Weighted = 6,
     /// Halved after a loss.
     Loss = 7,
+    /// Halved after an ECN congestion mark.
+    Ce = 8,
 }
 
 /// Controller parameters, in the units of the kernel module's parameters (same names), so
@@ -113,6 +115,9 @@ pub struct Params {
     /// (rounded up to whole segments, at most [`RTT_WINDOW_SEGS`]); 0: the last sample of
     /// the segment, the paper's rule (one timestamp per segment).
     pub rtt_window_bytes: u32,
+    /// A loss halves the rate only if the last completion's RTT was at least this; 0
+    /// means `t_low_us` (see [`Timely::on_loss`]).
+    pub loss_rtt_us: u32,
 }
 
 /// Largest RTT sample taken at face value; larger ones are clamped to it.
@@ -149,6 +154,7 @@ impl Params {
         patched_beta_ppm: 8_000,
         rtt_ref_us: 0,
         rtt_window_bytes: MAX_SEG_BYTES,
+        loss_rtt_us: 0,
     };
 
     /// Additive step in bit/s.
@@ -199,6 +205,14 @@ impl Params {
         }
     }
 
+    /// RTT at or above which a loss is taken as the buffer's overflow.
+    pub fn loss_rtt_us(&self) -> u32 {
+        match self.loss_rtt_us {
+            0 => self.t_low_us,
+            r => r,
+        }
+    }
+
     /// Checks every parameter against its allowed range. On failure returns the first
     /// offending parameter's name, its value and the allowed range.
     pub fn validate(&self) -> Result<(), ParamError> {
@@ -242,6 +256,7 @@ impl Params {
         check("seg_bytes", p.seg_bytes, 1, MAX_SEG_BYTES)?;
         check("line_rate_mbps", p.line_rate_mbps, 0, MAX_RATE_MBPS)?;
         check("rtt_window_bytes", p.rtt_window_bytes, 0, MAX_SEG_BYTES)?;
+        check("loss_rtt_us", p.loss_rtt_us, 0, MAX_RTT_US)?;
         Ok(())
     }
 }
@@ -366,19 +381,32 @@ impl Timely {
     }
 
     /// A loss episode began (fast recovery or timeout). Both papers assume a lossless
-    /// network. A loss while the last RTT showed a queue (at or above `T_low`, or before
-    /// any sample) is taken as a buffer overflow: halve the rate, once per episode, so the
-    /// flow does not overflow the buffer again at once. A loss while the RTT shows no queue
-    /// is not congestion (corruption, a policer elsewhere): the delay signal already says
-    /// the rate is right, so it is left alone.
+    /// network. A loss while the last RTT showed a queue (at or above `loss_rtt_us`,
+    /// `T_low` by default, or before any sample) is taken as a buffer overflow: halve the
+    /// rate, once per episode, so the flow does not overflow the buffer again at once. A
+    /// loss while the RTT shows no such queue is not congestion (corruption, a policer
+    /// elsewhere): the delay signal already says the rate is right, so it is left alone.
     pub fn on_loss(&mut self, p: &Params) {
-        if self.last_rtt_us != 0 && self.last_rtt_us < p.t_low_us {
+        if self.last_rtt_us != 0 && self.last_rtt_us < p.loss_rtt_us() {
             return;
         }
+        self.halve(p, Mode::Loss);
+    }
+
+    /// The peer echoed a congestion mark (ECN CE), once per window (TCP's CWR episode):
+    /// a queue above a switch's marking threshold, whatever the RTT says. Answered as
+    /// RFC 3168 asks, as a loss would be: the rate is halved. A controller that negotiated
+    /// ECN and ignored the marks would hold the queue above the threshold and starve the
+    /// flows that answer them (dctcp).
+    pub fn on_ce(&mut self, p: &Params) {
+        self.halve(p, Mode::Ce);
+    }
+
+    fn halve(&mut self, p: &Params, mode: Mode) {
         self.rate_bps =
             decrease(self.rate_bps, MAX_CUT_PPM).clamp(p.min_rate_bps(), p.max_rate_bps());
         self.neg_gradients = 0;
-        self.mode = Mode::Loss as u8;
+        self.mode = mode as u8;
     }
 }
 
@@ -856,6 +884,34 @@ mod tests {
     }
 
     #[test]
+    fn loss_threshold_is_a_parameter() {
+        // Patched TIMELY's fixed point sits above T_low: with the gate at T_high a random
+        // loss there leaves the rate alone, an overflow above T_high still halves it.
+        let p = Params {
+            loss_rtt_us: P.t_high_us,
+            ..P
+        };
+        assert_eq!(p.loss_rtt_us(), P.t_high_us);
+        assert_eq!(P.loss_rtt_us(), P.t_low_us);
+        let mut t = warmed(Variant::Patched, 1_000_000_000, P.t_high_us - 1);
+        t.on_loss(&p);
+        assert_eq!(t.rate_bps, 1_000_000_000);
+        let mut t = warmed(Variant::Patched, 1_000_000_000, P.t_high_us);
+        t.on_loss(&p);
+        assert_eq!(t.rate_bps, 500_000_000);
+    }
+
+    #[test]
+    fn a_congestion_mark_halves_at_any_rtt() {
+        let mut t = warmed(Variant::Original, 1_000_000_000, 30);
+        t.on_ce(&P);
+        assert_eq!((t.rate_bps, t.mode), (500_000_000, Mode::Ce as u8));
+        let mut t = Timely::new(&P, P.min_rate_bps());
+        t.on_ce(&P);
+        assert_eq!(t.rate_bps, P.min_rate_bps());
+    }
+
+    #[test]
     fn loss_halves_within_bounds() {
         let mut t = Timely::new(&P, 1_000_000_000);
         t.on_loss(&P);
@@ -885,6 +941,7 @@ mod tests {
             patched_beta_ppm: rng.range(1, PPM) as u32,
             rtt_ref_us: rng.range(0, u64::from(MAX_RTT_US)) as u32,
             rtt_window_bytes: rng.range(0, u64::from(MAX_SEG_BYTES)) as u32,
+            loss_rtt_us: rng.range(0, u64::from(MAX_RTT_US)) as u32,
         };
         assert_eq!(p.validate(), Ok(()));
         p

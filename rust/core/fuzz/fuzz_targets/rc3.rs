@@ -31,7 +31,11 @@ fn valid(reading: Reading, list: &[u32]) -> bool {
 
 fuzz_target!(|data: &[u8]| {
     let mut i = Input::new(data);
-    let reading = if i.bool() { Reading::Additive } else { Reading::Cumulative };
+    let reading = if i.bool() {
+        Reading::Additive
+    } else {
+        Reading::Cumulative
+    };
     let n = usize::from(i.u8() % 18);
     let list: Vec<u32> = (0..n)
         .map(|_| match i.u8() % 4 {
@@ -83,7 +87,11 @@ fuzz_target!(|data: &[u8]| {
                 if tail.wrapping_sub(q.first().map_or(tail, |s| s.seq)) > (1 << 30) {
                     continue;
                 }
-                q.push(Skb { seq: tail, len, rlp_level: 0 });
+                q.push(Skb {
+                    seq: tail,
+                    len,
+                    rlp_level: 0,
+                });
                 tail = tail.wrapping_add(len);
             }
             2 => {

@@ -42,7 +42,13 @@ fn table(p: &Params) -> [(&'static str, u32, u64, u64); 16] {
         ("line_rate_mbps", p.line_rate_mbps, 0, MAX_RATE_MBPS.into()),
         ("patched_beta_ppm", p.patched_beta_ppm, 1, ppm),
         ("rtt_ref_us", p.rtt_ref_us, 0, rtt),
-        ("rtt_window_bytes", p.rtt_window_bytes, 0, MAX_SEG_BYTES.into()),
+        (
+            "rtt_window_bytes",
+            p.rtt_window_bytes,
+            0,
+            MAX_SEG_BYTES.into(),
+        ),
+        ("loss_rtt_us", p.loss_rtt_us, 0, rtt),
     ]
 }
 

@@ -179,6 +179,7 @@ pub fn raw_params(i: &mut Input) -> Params {
         patched_beta_ppm: i.u32(),
         rtt_ref_us: i.u32(),
         rtt_window_bytes: i.u32(),
+        loss_rtt_us: i.u32(),
     }
 }
 
@@ -206,6 +207,7 @@ pub fn valid_params(i: &mut Input) -> Params {
         patched_beta_ppm: i.in_range(1, ppm),
         rtt_ref_us: i.in_range(0, MAX_RTT_US),
         rtt_window_bytes: i.in_range(0, MAX_SEG_BYTES),
+        loss_rtt_us: i.in_range(0, MAX_RTT_US),
     }
 }
 
@@ -221,7 +223,7 @@ pub fn params(i: &mut Input) -> Params {
     };
     // A preset with one value replaced by anything.
     let v = i.u32();
-    let fields: [&mut u32; 16] = [
+    let fields: [&mut u32; 17] = [
         &mut p.t_low_us,
         &mut p.t_high_us,
         &mut p.delta_kbps,
@@ -238,9 +240,10 @@ pub fn params(i: &mut Input) -> Params {
         &mut p.patched_beta_ppm,
         &mut p.rtt_ref_us,
         &mut p.rtt_window_bytes,
+        &mut p.loss_rtt_us,
     ];
-    match i.u8() % 17 {
-        16 => {}
+    match i.u8() % 18 {
+        17 => {}
         n => *fields.into_iter().nth(usize::from(n)).unwrap() = v,
     }
     p
