@@ -17,7 +17,7 @@ use tcp_cc_core_fuzz::{params, Input};
 
 /// The README's table: each parameter's name, value and allowed range, computed in 64 bits
 /// from the values of the parameters the range depends on.
-fn table(p: &Params) -> [(&'static str, u32, u64, u64); 16] {
+fn table(p: &Params) -> [(&'static str, u32, u64, u64); 17] {
     let ppm = PPM;
     let kbps = u64::from(p.max_rate_mbps) * 1000;
     let rtt = u64::from(MAX_RTT_US);
