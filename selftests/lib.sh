@@ -45,12 +45,14 @@ ns_cleanup() {
 	return 0
 }
 
-# setup_dumbbell RATE_MBIT DELAY_US QUEUE_PKTS [ECN_K_PKTS [MTU]]
+# setup_dumbbell RATE_MBIT DELAY_US QUEUE_PKTS [ECN_K_PKTS [MTU [NON_ECT]]]
 # Bottleneck: htb at RATE on rtr->srv with a drop-tail FIFO of QUEUE packets, or, with
-# ECN_K, RED marking CE above K packets (DCTCP-style step) in a buffer of the same size. DELAY_US of one-way delay on
-# the reverse path (srv->rtr), so the base RTT is DELAY_US plus stack time.
+# ECN_K, RED marking CE above K packets (DCTCP-style step) in a buffer of the same size;
+# above K, packets that cannot be marked are queued (NON_ECT "queue", the default) or
+# dropped ("drop"). DELAY_US of one-way delay on the reverse path (srv->rtr), so the base
+# RTT is DELAY_US plus stack time.
 setup_dumbbell() {
-	local rate=$1 delay_us=$2 queue=$3 ecn_k=${4:-} mtu=${5:-1500} ns dev nd
+	local rate=$1 delay_us=$2 queue=$3 ecn_k=${4:-} mtu=${5:-1500} non_ect=${6:-queue} ns dev nd
 	ns_cleanup
 	ip netns add $NS_CLI && ip netns add $NS_RTR && ip netns add $NS_SRV || return 1
 	# IPv6 off on the dumbbell's devices unless a test asks for it (dumbbell_ipv6): no
@@ -85,9 +87,12 @@ setup_dumbbell() {
 		local k_bytes=$((ecn_k * 1514))
 		# nodrop: a packet that is not ECN-capable (SYN, FIN, pure ACK) is queued, not
 		# dropped, above K, as datacenter switches do; only the full buffer drops.
+		# NON_ECT "drop": dropped above K instead (a switch that drops non-ECT data).
+		local nodrop=nodrop
+		[ "$non_ect" = drop ] && nodrop=
 		tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: red limit $((queue * 1514)) \
 			min $k_bytes max $((k_bytes + 1)) avpkt 1514 burst $((ecn_k + 1)) \
-			probability 1.0 bandwidth "${rate}mbit" ecn nodrop || return 1
+			probability 1.0 bandwidth "${rate}mbit" ecn $nodrop || return 1
 	else
 		tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: pfifo limit "$queue" || return 1
 	fi

@@ -27,6 +27,15 @@ RAW = os.path.join(ROOT, "results", "raw")
 PLOTS = os.path.join(ROOT, "results", "plots")
 REPORT = os.path.join(ROOT, "results", "BENCH.md")
 ALGO_ORDER = ["cubic", "dctcp", "bbr", "rust_reno", "timely", "timely_patched"]
+HEADLINE_SCENARIOS = ["one_flow", "four_flows", "incast16", "flows_leaving", "convergence",
+                      "fct_websearch"]
+
+
+def algo_key(algo):
+    """Report order: by control (ALGO_ORDER, others after), each plain before its variants."""
+    base = algo.split("/")[0].split("+")[0]
+    return (ALGO_ORDER.index(base) if base in ALGO_ORDER else len(ALGO_ORDER), base,
+            algo != base, algo)
 
 
 def config(var):
@@ -45,11 +54,22 @@ def load_scenarios(names):
     return scs
 
 
+def raw_path(sc, algo, rep):
+    # A mixed run ("timely/cubic") is one file, not a directory.
+    return os.path.join(RAW, sc["name"], f"{algo.replace('/', '-vs-')}.{rep}.json")
+
+
+def ok_result(path):
+    try:
+        return json.load(open(path)).get("ok", False)
+    except (OSError, ValueError):
+        return False
+
+
 def run_job(job, timely_params, prov):
     sc, algo, rep, clock = job
-    out_dir = os.path.join(RAW, sc["name"])
-    os.makedirs(out_dir, exist_ok=True)
-    out = os.path.join(out_dir, f"{algo}.{rep}.json")
+    out = raw_path(sc, algo, rep)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
     if os.path.exists(out):
         os.remove(out)
     params = sc.get("timely_params", timely_params)
@@ -98,6 +118,9 @@ def cmd_run(a):
     jobs = [(sc, algo, rep, clock) for sc in scs for clock in [sc.get("clock", a.clock)]
             for algo in sc["algos"]
             for rep in range(sc.get("repetitions", 1 if clock == "simulated" else 3))]
+    if a.missing:
+        # Only the runs with no successful result yet (a bench cut short, resumed).
+        jobs = [j for j in jobs if not ok_result(raw_path(j[0], j[1], j[2]))]
     timely_params = config("TIMELY_PARAMS_1G")
     os.makedirs(RAW, exist_ok=True)
     prov = provenance()  # at the start: the code the runs execute
@@ -154,8 +177,7 @@ def load_results():
 
 
 def order(rs):
-    return sorted(rs, key=lambda r: (ALGO_ORDER.index(r["algo"]) if r["algo"] in ALGO_ORDER
-                                     else 99, r.get("rep", 0)))
+    return sorted(rs, key=lambda r: (algo_key(r["algo"]), r.get("rep", 0)))
 
 
 def save(fig, sc, kind, title, label, foot=0.04, dpi=90):
@@ -393,6 +415,7 @@ def scenario_section(name, sc, rs, meta, calibration):
             f"{fmt(r['jain'], '{:.3f}')} | {fmt(r['convergence_s'], '{:.1f}')} | "
             f"{fmt(r['idle_rtt_us'])} | {fmt(r.get('wall_s'))} |")
     out += spread_rows(rs)
+    out += mix_rows(rs)
     out += ctl_rows(rs)
     out += theorem5_rows(sc, rs, sc.get("timely_params", meta["timely_params"]))
     out += stamp_rows(rs)
@@ -489,36 +512,44 @@ HEADLINE_SCENARIOS = ("one_flow", "four_flows", "incast16", "flows_leaving", "co
 
 
 def headline(results):
-    """One row per algorithm across the main scenarios (first run of each)."""
-    def run(name, algo):
-        for r in results.get(name, []):
-            if r["algo"] == algo and r.get("rep", 0) == 0:
-                return r
-        return None
+    """One row per algorithm (and tuned baseline variant) across the main scenarios: the
+    median over a scenario's repetitions, with their number where there are several."""
+    def runs(name, algo):
+        return [r for r in results.get(name, []) if r["algo"] == algo]
+
+    def fmt_key(k, v):
+        if v is None:
+            return "never" if k == "convergence_s" else "-"
+        return {"util_pct": lambda x: f"{x:.0f}%", "rtt_p99_us": lambda x: f"{x:.0f} us",
+                "jain": lambda x: f"J {x:.2f}", "convergence_s": lambda x: f"{x:.1f} s"}[k](v)
 
     def cell(name, algo, keys):
-        r = run(name, algo)
-        if r is None:
+        rs = runs(name, algo)
+        if not rs:
             return "-"
-        if not r.get("ok"):
+        ok = [r for r in rs if r.get("ok")]
+        if not ok:
             return "FAILED"
         parts = []
         for k in keys:
-            v = r.get(k)
-            parts.append({"util_pct": lambda x: f"{x:.0f}%", "rtt_p99_us": lambda x: f"{x:.0f} us",
-                          "jain": lambda x: f"J {x:.2f}", "convergence_s": lambda x: f"{x:.1f} s"}
-                         [k](v) if v is not None else ("never" if k == "convergence_s" else "-"))
-        return " / ".join(parts)
+            xs = sorted(r[k] for r in ok if r.get(k) is not None)
+            # A convergence that some runs never reach: "never" if most did not.
+            v = xs[len(ok) // 2] if len(xs) > len(ok) // 2 else None
+            parts.append(fmt_key(k, v))
+        failed = len(rs) - len(ok)
+        return " / ".join(parts) + (f" ({len(ok)} runs{f', {failed} failed' if failed else ''})"
+                                    if len(rs) > 1 else "")
 
     def small_fct_p99(algo):
-        r = run("fct_websearch", algo)
-        if r is None or not r.get("ok") or "fct" not in r:
+        rs = [r for r in runs("fct_websearch", algo) if r.get("ok") and "fct" in r]
+        if not rs:
             return "-"
+        r = rs[0]
         xs = sorted(f["fct_us"] for f in r["fct"]["flows"] if "fct_us" in f and f["size"] < 100 * 1024)
         return f"{xs[min(len(xs) - 1, int(0.99 * len(xs)))] / 1000:.1f} ms" if xs else "-"
 
-    algos = [a for a in ALGO_ORDER if any(r["algo"] == a for rs in results.values() for r in rs)
-             and a != "rust_reno"]
+    present = {r["algo"] for name in HEADLINE_SCENARIOS for r in results.get(name, [])}
+    algos = [a for a in sorted(present, key=algo_key) if a.split("+")[0] != "rust_reno"]
     lines = ["| algorithm | 1 flow: util / p99 RTT | 4 flows: util / p99 RTT / Jain "
              "| 16 flows (incast): util / p99 RTT / Jain | 16 -> 2 flows: converge "
              "| 2nd flow joins: Jain / converge | web-search FCT p99, < 100 KB |",
@@ -571,6 +602,34 @@ def spread_rows(rs):
                     f"{cell(ok, 'queue_p99_pkts')} | {cell(ok, 'retransmits')} | "
                     f"{cell(ok, 'jain', '{:.3f}')} | | | |")
     return rows
+
+
+def mix_rows(rs):
+    """Mixed runs ("timely_patched/dctcp"): each control's share of the throughput,
+    median (min-max) over the runs, and how many of its connections negotiated ECN."""
+    rows = []
+    for algo in dict.fromkeys(r["algo"] for r in rs):
+        ok = [r for r in rs if r["algo"] == algo and r.get("ok") and r.get("share_by_cc")]
+        if not ok:
+            continue
+        ccs = list(dict.fromkeys(cc for r in ok for cc in r["share_by_cc"]))
+        shares = []
+        for cc in ccs:
+            xs = [dict(share=r["share_by_cc"].get(cc, 0.0)) for r in ok]
+            ecn = [r.get("ecn_by_cc", {}).get(cc, [0, 0]) for r in ok]
+            shares.append(f"{cc} {median_range(xs, 'share', '{:.1f}%')} "
+                          f"(ECN {sum(e[1] for e in ecn)}/{sum(e[0] for e in ecn)})")
+        rows.append(f"| {algo} | {len(ok)} | {'; '.join(shares)} "
+                    f"| {median_range(ok, 'util_pct', '{:.1f}%')} "
+                    f"| {median_range(ok, 'queue_p50_pkts')} "
+                    f"| {median_range(ok, 'retransmits')} |")
+    if not rows:
+        return []
+    return ["", "Each control's share of the throughput over the measurement window, median "
+            "(min-max) over the runs (an even split is 50%), and its connections that "
+            "negotiated ECN:", "",
+            "| mix | runs | share per control (ECN connections) | util | queue p50 pkts "
+            "| retransmits |", "|---|---:|---|---:|---:|---:|"] + rows
 
 
 SOURCE_NAMES = {1: "hardware stamps", 2: "software stamps", 3: "kernel RTT"}
@@ -683,6 +742,8 @@ def main():
     r = sub.add_parser("run")
     r.add_argument("--clock", choices=["simulated", "normal"], default="simulated")
     r.add_argument("--jobs", type=int, default=2)
+    r.add_argument("--missing", action="store_true",
+                   help="run only what has no successful result in results/raw yet")
     r.add_argument("scenarios", nargs="*")
     rep = sub.add_parser("report")
     rep.add_argument("scenarios", nargs="*",

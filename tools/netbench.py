@@ -34,12 +34,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIB = os.path.join(ROOT, "selftests", "lib.sh")
 FCTFLOW = os.path.join(ROOT, "tools", "fctflow.py")
 SRV = "10.10.2.2"
+# A mixed run's second address of the receiver: the flows of mix 1 connect to it.
+SRV_MIX1 = "10.10.2.3"
 BASE_PORT = 5201
 FCT_PORT = 6000
 ECN_ALGOS = {"dctcp", "rust_dctcp"}
 # Controls that use the delay-stamp option (patches/0009).
 STAMP_ALGOS = {"dx", "timely", "timely_patched"}
 SAMPLE_S = 0.01
+TCPI_OPT_ECN = 8
+# The DS field of mix 1's flows with "class_queues" (CS1).
+CLASS_DS_FIELD = "0x20"
 # Goodput capacity of the bottleneck: TCP payload per Ethernet frame (timestamps on).
 PAYLOAD_PER_FRAME = 1448 / 1514
 
@@ -74,7 +79,30 @@ def expand_flows(sc):
     return flows
 
 
+def flow_mix(sc):
+    """Each scheduled flow's place in a mixed run ("timely_patched/dctcp"): the index of
+    its control, the flow group's `mix` (0 by default)."""
+    mix = []
+    for g in sc["flows"]:
+        mix += [g.get("mix", 0)] * g.get("count", 1)
+    return mix
+
+
+def split_mix(algo):
+    """"timely_patched/dctcp+k20" -> (["timely_patched", "dctcp"], {"ecn_k": 20}): the
+    controls of a mixed run, flow group `mix` i running the i-th, and the variants of
+    all parts (each applies to the whole run)."""
+    ccs, variant = [], {}
+    for part in algo.split("/"):
+        cc, v = split_algo(part)
+        ccs.append(cc)
+        variant.update(v)
+    return ccs, variant
+
+
 BOTTLENECK = ("r1", 0x00100000)  # rtr's device towards srv, qdisc 10: (handles are hex)
+# With "class_queues": the htb root, whose backlog is both classes' queues together.
+BOTTLENECK_CLASSES = ("r1", 0x00010000)
 
 
 class Sampler(threading.Thread):
@@ -82,9 +110,10 @@ class Sampler(threading.Thread):
     backlog) every SAMPLE_S until stopped, over netlink: spawning ss and tc 200 times a
     second was most of a run's wall time in the guest."""
 
-    def __init__(self, t0):
+    def __init__(self, t0, bottleneck=BOTTLENECK):
         super().__init__()
         self.t0, self.stop, self.flows, self.queue = t0, threading.Event(), [], []
+        self.bottleneck = bottleneck
         self.error = None
 
     def run(self):
@@ -105,6 +134,7 @@ class Sampler(threading.Thread):
             # flow: the schedule entry (its server port); conn: the connection.
             s = {"t": t, "flow": so["dport"] - BASE_PORT, "conn": so["sport"],
                  **{k: so[k] for k in ("rtt_us", "cwnd", "pacing_bps", "bytes_acked")},
+                 "ecn": bool(so.get("options", 0) & TCPI_OPT_ECN),
                  **controller_rtt(so)}
             if so["dport"] == FCT_PORT:
                 s["fct"] = True  # a workload flow: its RTT counts, it has no time series
@@ -112,7 +142,7 @@ class Sampler(threading.Thread):
             # iperf3's control connection shares the port; it carries a few bytes.
             elif s["bytes_acked"] > 100_000:
                 self.flows.append(s)
-        backlog = diag.qdisc_backlog(*BOTTLENECK)
+        backlog = diag.qdisc_backlog(*self.bottleneck)
         if backlog is not None:
             self.queue.append({"t": t, "pkts": backlog})
 
@@ -143,12 +173,23 @@ def split_algo(algo):
     +jitN  RTT noise: each packet of the reverse path (the ACKs) delayed by an extra
            uniform [0, N] us at the receiver's egress (TIMELY's Fig 12; ACKs may reorder);
     +lossP random loss of P% of the sender's packets, independent of congestion (netem at
-           the sender's egress; with gso_max_segs 1 each skb is one packet)."""
+           the sender's egress; with gso_max_segs 1 each skb is one packet);
+    +fq    the fq qdisc at the sender's egress (pacing for cubic and bbr, as their users
+           run them);
+    +kN    the bottleneck's ECN marking threshold at N packets instead of the scenario's;
+    +noecn the sender does not ask for ECN (net.ipv4.tcp_ecn=0; dctcp asks regardless)."""
     base, _, extra = algo.partition("+")
     m = re.fullmatch(r"hw(\d*)", extra)
     cal = re.fullmatch(r"cal(\d+)", extra)
     jit = re.fullmatch(r"jit(\d+)", extra)
     loss = re.fullmatch(r"loss(\d+(?:\.\d+)?)", extra)
+    k = re.fullmatch(r"k(\d+)", extra)
+    if extra == "fq":
+        return base, {"fq": True}
+    if k and int(k.group(1)) > 0:
+        return base, {"ecn_k": int(k.group(1))}
+    if extra == "noecn":
+        return base, {"no_ecn": True}
     if extra == "rc3":
         return base, {"rc3": True}
     if m:
@@ -163,7 +204,7 @@ def split_algo(algo):
         return base, {"loss_pct": float(loss.group(1))}
     if extra:
         sys.exit(f"error: unknown variant '+{extra}' in '{algo}' "
-                 "(+rc3, +hw[N], +rtt, +calN, +jitN, +lossP)")
+                 "(+rc3, +hw[N], +rtt, +calN, +jitN, +lossP, +fq, +kN, +noecn)")
     return base, {}
 
 
@@ -221,13 +262,72 @@ def add_priority_queues(ns, dev, parent, limit):
            f"u32 match ip dsfield {ds} 0xfc flowid 10:{i + 2:x}")
 
 
+def add_class_queues(sc, ecn_k):
+    """Two queues at the bottleneck, each guaranteed half the rate and lending the rest to
+    the other (htb classes 1:10 and 1:20 under the link's 1:1, one packet a turn): the flows
+    of mix 1 (their DS field CLASS_DS_FIELD) in 1:20, everything else in 1:10; each the
+    scenario's queue, marking at K if a control of the run needs ECN. The DX paper's
+    arrangement for delay-based traffic beside loss-based traffic."""
+    rate = sc["rate_mbit"]
+    sh("tc -n rtr qdisc del dev r1 parent 1:1")
+    for cls in (10, 20):
+        sh(f"tc -n rtr class add dev r1 parent 1:1 classid 1:{cls} htb rate {rate // 2}mbit "
+           f"ceil {rate}mbit burst 3000 cburst 3000 quantum 1514")
+        if ecn_k:
+            k_bytes = ecn_k * 1514
+            nodrop = "" if sc.get("non_ect_above_k") == "drop" else " nodrop"
+            sh(f"tc -n rtr qdisc add dev r1 parent 1:{cls} handle {cls}: red "
+               f"limit {sc['queue_pkts'] * 1514} min {k_bytes} max {k_bytes + 1} avpkt 1514 "
+               f"burst {ecn_k + 1} probability 1.0 bandwidth {rate}mbit ecn{nodrop}")
+        else:
+            sh(f"tc -n rtr qdisc add dev r1 parent 1:{cls} handle {cls}: pfifo "
+               f"limit {sc['queue_pkts']}")
+    sh(f"tc -n rtr filter add dev r1 parent 1: prio 1 protocol ip u32 match ip dsfield "
+       f"{CLASS_DS_FIELD} 0xfc flowid 1:20")
+    sh("tc -n rtr filter add dev r1 parent 1: prio 2 protocol all u32 match u32 0 0 "
+       "flowid 1:10")
+
+
 def run_scenario(sc, algo, log=print, rep=0):
-    cc, variant = split_algo(algo)
-    rc3 = variant.get("rc3", False)
-    ecn_k = sc.get("ecn_k_pkts", "") if cc in ECN_ALGOS else ""
+    ccs, variant = split_mix(algo)
+    cc = ccs[0]
     flows = jitter_starts(sc, expand_flows(sc), rep)
+    mix = flow_mix(sc)
+    if max(mix) >= len(ccs):
+        sys.exit(f"error: flow group mix {max(mix)} needs a control '{algo}' does not name")
+    flow_cc = [ccs[m] for m in mix]
+    rc3 = variant.get("rc3", False)
+    ecn_k = (variant.get("ecn_k", sc.get("ecn_k_pkts", ""))
+             if ECN_ALGOS & set(ccs) else "")
+    # Non-ECT packets above K: queued (RED nodrop) by default, dropped as a switch would
+    # with "non_ect_above_k": "drop" (the mixed scenarios).
     lib(f"setup_dumbbell {sc['rate_mbit']} {sc['delay_us']} {sc['queue_pkts']} "
-        f"'{ecn_k}' {sc.get('mtu', 1500)}")
+        f"'{ecn_k}' {sc.get('mtu', 1500)} {sc.get('non_ect_above_k', 'queue')}")
+    for ecn_cc in ECN_ALGOS & set(ccs):
+        # The receiver runs the ECN control too, as a DCTCP deployment does: its ACKs then
+        # echo each CE mark once (dctcp_ece_ack_update()), not from the first mark until
+        # the sender's CWR as an RFC 3168 receiver does, which inflates the sender's
+        # estimate of the marked fraction. Its listener also accepts an ECN-capable SYN,
+        # which dctcp sends when chosen before connect() (congctl routes).
+        # A child namespace's default must be an allowed control (it is restricted).
+        allowed = sh("sysctl -n net.ipv4.tcp_allowed_congestion_control").stdout.split()
+        if ecn_cc not in allowed:
+            sh(f"sysctl -qw net.ipv4.tcp_allowed_congestion_control='{' '.join(allowed + [ecn_cc])}'")
+        sh(f"ip netns exec srv sysctl -qw net.ipv4.tcp_congestion_control={ecn_cc}")
+    if len(ccs) > 1:
+        # Each control by route (congctl), as a host running two would be set up: the
+        # flow's control is chosen before its SYN, so ECN is negotiated as that control
+        # asks (dctcp always; the others as net.ipv4.tcp_ecn says), which iperf3 -C,
+        # choosing after connect(), would not do.
+        sh(f"ip -n srv addr add {SRV_MIX1}/24 dev s0")
+        for dst, mcc in ((SRV, ccs[0]), (SRV_MIX1, ccs[1])):
+            sh(f"ip -n cli route replace {dst}/32 via 10.10.1.2 congctl {mcc}")
+    if sc.get("class_queues"):
+        add_class_queues(sc, ecn_k)
+    if variant.get("fq"):
+        sh("tc -n cli qdisc replace dev c0 root fq")
+    if variant.get("no_ecn"):
+        sh("ip netns exec cli sysctl -qw net.ipv4.tcp_ecn=0")
     if sc.get("gso_max_segs"):
         # TCP's skbs of at most this many segments, for every algorithm: a hardware
         # transmit stamp reaches TCP only for an skb the driver gets whole.
@@ -271,11 +371,12 @@ def run_scenario(sc, algo, log=print, rep=0):
         add_priority_queues("rtr", "r1", "1:1", sc["queue_pkts"])
     if rc3:
         sh("ip netns exec cli sysctl -qw net.ipv4.tcp_rc3=1")
-    if cc in STAMP_ALGOS:
+    if STAMP_ALGOS & set(ccs):
         # iperf3 -C selects the control after connect(), when the SYN has gone: offer the
         # delay-stamp option on every connect from the sender instead (dx runs only).
         sh("ip netns exec cli sysctl -qw net.ipv4.tcp_delay_stamps=2")
-    for i in range(1 if len(set(flows)) == 1 else len(flows)):
+    uniform = len(set(flows)) == 1 and len(ccs) == 1
+    for i in range(1 if uniform else len(flows)):
         sh(f"ip netns exec srv iperf3 -s -D -1 -p {BASE_PORT + i}")
     time.sleep(0.2)
     idle_rtt = sh(f"ip netns exec cli ping -c 3 -i 0.05 -q {SRV}", check=False).stdout
@@ -295,7 +396,7 @@ def run_scenario(sc, algo, log=print, rep=0):
         w["seed"] = w.get("seed", 1) + rep
         fct_timeout = w["stop_s"] + w.get("grace_s", 5.0) + 30
     t0 = time.monotonic()
-    sampler = Sampler(t0)
+    sampler = Sampler(t0, BOTTLENECK_CLASSES if sc.get("class_queues") else BOTTLENECK)
     sampler.start()
     if sc.get("workload"):
         workload = subprocess.Popen(
@@ -311,13 +412,14 @@ def run_scenario(sc, algo, log=print, rep=0):
             time.sleep(delay)
         # iperf3 takes whole seconds (it truncates "2.98" to 2).
         dur = max(1, round(stop - start))
+        tos = ["-S", CLASS_DS_FIELD] if sc.get("class_queues") and mix[i] == 1 else []
+        dst = SRV_MIX1 if mix[i] == 1 else SRV
         p = subprocess.Popen(
-            ["ip", "netns", "exec", "cli", "timeout", str(int(dur + 30)), "iperf3", "-c", SRV,
-             "-p", str(BASE_PORT + i), "-t", str(dur), "-C", cc, "-J"],
+            ["ip", "netns", "exec", "cli", "timeout", str(int(dur + 30)), "iperf3", "-c", dst,
+             "-p", str(BASE_PORT + i), "-t", str(dur), "-C", flow_cc[i], "-J", *tos],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         procs.append((i, start, p))
 
-    uniform = len(set(flows)) == 1
     if not flows:
         per_flow = []  # a workload alone (the RC3 flow-completion scenarios)
     elif uniform:
@@ -369,7 +471,7 @@ def run_scenario(sc, algo, log=print, rep=0):
             os.unlink(fct_out)
     sampler.stop.set()
     sampler.join()
-    if cc in STAMP_ALGOS:
+    if STAMP_ALGOS & set(ccs):
         res.update(stamp_counters())
     if os.environ.get("NETBENCH_COUNTERS"):
         for ns in ("cli", "srv"):
@@ -382,11 +484,12 @@ def run_scenario(sc, algo, log=print, rep=0):
     res["samples"] = sampler.flows
     res["queue"] = sampler.queue
     errors = [f["error"] for f in per_flow if "error" in f]
-    wrong = [f["cc"] for f in per_flow if "cc" in f and f["cc"] != cc]
+    wrong = [(f["cc"], flow_cc[min(i, len(flow_cc) - 1)]) for i, f in enumerate(per_flow)
+             if "cc" in f and f["cc"] != flow_cc[min(i, len(flow_cc) - 1)]]
     if errors:
         res["error"] = "; ".join(errors)[:500]
     elif wrong:
-        res["error"] = f"flows used {wrong[0]}, not {cc}"
+        res["error"] = f"flows used {wrong[0][0]}, not {wrong[0][1]}"
     else:
         res["ok"] = True
         res.update(summarize(sc, res))
@@ -417,17 +520,34 @@ def flow_series(res):
     return series
 
 
-def window_rates(series, flow_ids, a, b):
-    """Mean delivery rate (Mbit/s) over [a, b) of each connection of the given schedule
-    entries, from its ACKed bytes."""
+def flow_window_rates(series, flow_ids, a, b):
+    """(schedule entry, mean delivery rate in Mbit/s over [a, b)) of each connection of
+    the given schedule entries, from its ACKed bytes."""
     rates = []
     for flow, samples in series.values():
         if flow not in flow_ids:
             continue
         x, y = acked_at(samples, a), acked_at(samples, b)
         if x is not None and y is not None and b > a:
-            rates.append((y - x) * 8 / (b - a) / 1e6)
+            rates.append((flow, (y - x) * 8 / (b - a) / 1e6))
     return rates
+
+
+def window_rates(series, flow_ids, a, b):
+    return [r for _, r in flow_window_rates(series, flow_ids, a, b)]
+
+
+def shares_by_cc(flows, flow_rates):
+    """A mixed run's throughput (Mbit/s) and share (%) per control, from (schedule entry,
+    Mbit/s) pairs."""
+    by = {}
+    for flow, rate in flow_rates:
+        cc = flows[flow]["cc"]
+        by[cc] = by.get(cc, 0.0) + rate
+    total = sum(by.values())
+    return {"mbps_by_cc": {cc: round(v, 1) for cc, v in by.items()},
+            "share_by_cc": {cc: round(100 * v / total, 1) if total else None
+                            for cc, v in by.items()}}
 
 
 def summarize(sc, res):
@@ -444,9 +564,10 @@ def summarize(sc, res):
     if len({(f["start_s"], f["stop_s"]) for f in flows}) == 1 and "measure_s" not in sc:
         # One flow set for the whole run: iperf3's per-stream receiver totals, exact on
         # either clock (on the normal clock samples can be hundreds of ms apart under load).
-        rates = [f["mbps"] for f in flows]
+        flow_rates = list(enumerate(f["mbps"] for f in flows))
     else:
-        rates = window_rates(series, active, a, b)
+        flow_rates = flow_window_rates(series, active, a, b)
+    rates = [r for _, r in flow_rates]
     rtts = [s["rtt_us"] for s in res["samples"] if s["rtt_us"] and a <= s["t"] <= b]
     ctl = [s for s in res["samples"] if s.get("ctl_rtt_us") and a <= s["t"] <= b]
     queue = [q["pkts"] for q in res["queue"] if a <= q["t"] <= b]
@@ -463,6 +584,17 @@ def summarize(sc, res):
         "jain": round(jain(rates), 3) if rates else None,
         "per_flow_mbps": [round(r, 1) for r in rates],
     }
+    if len({f.get("cc") for f in flows}) > 1:
+        out.update(shares_by_cc(flows, flow_rates))
+        # Which connections negotiated ECN, per control (connections, of them with ECN).
+        ecn = {}
+        for conn, flow in {(s["conn"], s["flow"]) for s in res["samples"]
+                           if s["flow"] in active}:
+            on = any(s.get("ecn") for s in res["samples"] if s["conn"] == conn)
+            n = ecn.setdefault(flows[flow]["cc"], [0, 0])
+            n[0] += 1
+            n[1] += on
+        out["ecn_by_cc"] = ecn
     # With a workload beside them the long flows are not meant to fill the link.
     out["convergence_s"] = None if "fct" in res else convergence_time(flows, series, cap)
     if "fct" in res:

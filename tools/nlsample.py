@@ -35,6 +35,7 @@ CLONE_NEWNET = 0x40000000
 
 # struct tcp_info: offset and format of the fields the bench records.
 TCP_INFO_FIELDS = {
+    "options": (5, "B"),          # tcpi_options (TCPI_OPT_ECN: 8, ECN negotiated)
     "rtt_us": (68, "I"),          # tcpi_rtt, smoothed, us (ss prints it in ms)
     "cwnd": (80, "I"),            # tcpi_snd_cwnd
     "total_retrans": (100, "I"),  # tcpi_total_retrans

@@ -22,8 +22,24 @@ class SplitAlgo(unittest.TestCase):
         self.assertEqual(netbench.split_algo("dctcp+loss0.5"), ("dctcp", {"loss_pct": 0.5}))
         self.assertEqual(netbench.split_algo("cubic+loss1"), ("cubic", {"loss_pct": 1.0}))
 
+    def test_baseline_tuning(self):
+        self.assertEqual(netbench.split_algo("bbr+fq"), ("bbr", {"fq": True}))
+        self.assertEqual(netbench.split_algo("dctcp+k20"), ("dctcp", {"ecn_k": 20}))
+        self.assertEqual(netbench.split_algo("timely+noecn"), ("timely", {"no_ecn": True}))
+
+    def test_mixed_runs(self):
+        self.assertEqual(netbench.split_mix("timely_patched/dctcp+k20"),
+                         (["timely_patched", "dctcp"], {"ecn_k": 20}))
+        self.assertEqual(netbench.split_mix("cubic"), (["cubic"], {}))
+        sc = {"flows": [{"count": 2, "stop_s": 3}, {"count": 1, "stop_s": 3, "mix": 1}]}
+        self.assertEqual(netbench.flow_mix(sc), [0, 0, 1])
+        flows = [{"cc": "timely"}, {"cc": "timely"}, {"cc": "cubic"}]
+        self.assertEqual(netbench.shares_by_cc(flows, [(0, 100.0), (1, 200.0), (2, 700.0)]),
+                         {"mbps_by_cc": {"timely": 300.0, "cubic": 700.0},
+                          "share_by_cc": {"timely": 30.0, "cubic": 70.0}})
+
     def test_unknown_variant_names_the_known_ones(self):
-        for bad in ("timely+jit", "cubic+loss", "cubic+lossx", "cubic+fast"):
+        for bad in ("timely+jit", "cubic+loss", "cubic+lossx", "cubic+fast", "dctcp+k0"):
             with self.assertRaises(SystemExit) as e:
                 netbench.split_algo(bad)
             self.assertIn("+jitN, +lossP", str(e.exception.code))

@@ -32,7 +32,9 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ $# -gt 0 ] || die "usage: $0 [options] -- COMMAND [ARGS...]"
-kernel=$KERNEL_TREE/linux
+# RFL_UML_KERNEL: another UML binary of the same build (a copy taken before a rebuild, so
+# that a long bench keeps one kernel while the tree changes).
+kernel=${RFL_UML_KERNEL:-$KERNEL_TREE/linux}
 [ -x "$kernel" ] || die "no UML kernel at $kernel: run 'make setup' first"
 
 rundir=$(mktemp -d "${TMPDIR:-/tmp}/uml-run.XXXXXX")
