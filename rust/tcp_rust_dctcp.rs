@@ -64,6 +64,21 @@ kernel::module_tcp_cong! {
     },
 }
 
+/// `in_ack_event` at the end of an observation window: alpha, PLB, the published state.
+#[cold]
+#[inline(never)]
+fn end_of_window(sk: &mut Sock<'_>, st: &mut State) {
+    let Some(window) = st.cc.on_ack(shift_g(), &counters(sk)) else {
+        return;
+    };
+    // `alpha` smooths over many windows; PLB reacts to each window's own ratio.
+    if let Some(ratio) = window.plb_ce_ratio() {
+        sk.plb_update_state(&mut st.plb, ratio);
+        sk.plb_check_rehash(&mut st.plb);
+    }
+    publish(sk, &st.cc);
+}
+
 fn shift_g() -> u32 {
     crate::module_parameters::dctcp_shift_g.value()
 }
@@ -184,18 +199,12 @@ impl Algorithm for RustDctcp {
     }
 
     fn in_ack_event(sk: &mut Sock<'_>, st: &mut State, _flags: AckEventFlags) {
-        if st.fallback {
+        // Most ACKs end no observation window: as C's dctcp_update_alpha(), read nothing
+        // else before knowing (the parameter, the counters: once per window).
+        if st.fallback || dctcp::seq_before(sk.snd_una(), st.cc.next_seq) {
             return;
         }
-        let Some(window) = st.cc.on_ack(shift_g(), &counters(sk)) else {
-            return;
-        };
-        // `alpha` smooths over many windows; PLB reacts to each window's own ratio.
-        if let Some(ratio) = window.plb_ce_ratio() {
-            sk.plb_update_state(&mut st.plb, ratio);
-            sk.plb_check_rehash(&mut st.plb);
-        }
-        publish(sk, &st.cc);
+        end_of_window(sk, st);
     }
 
     fn set_state(sk: &mut Sock<'_>, st: &mut State, new_state: CaState) {

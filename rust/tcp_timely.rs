@@ -26,11 +26,13 @@
 //!   change of source restarts the gradient;
 //! - a completion the stack marked application-limited, and whose delivery rate was below
 //!   80% of the target, never raises the rate;
-//! - a new flow starts at the fair share C / (N + 1), N being the flows of either variant
-//!   sending from this host ("ECN or Delay", section 4), unless `init_rate_mbps` is set;
+//! - a new flow starts at the fair share C / (N + 1) ("ECN or Delay", section 4), unless
+//!   `init_rate_mbps` is set; N counts the flows of either variant that had data ACKed in
+//!   the last 32-64 ms in the new flow's network namespace through its output device
+//!   (`timely::recent_senders`), C is `max_rate_mbps`;
 //! - entering fast recovery or a retransmission timeout halves the rate, once per episode,
-//!   unless the last RTT showed no queue (below `loss_rtt_us`, T_low by default: then the
-//!   loss is not congestion);
+//!   unless the last RTT was below `loss_rtt_us` (T_high by default: below it the delay
+//!   law holds the queue, and the loss is not taken as congestion);
 //! - an ECN congestion mark the peer echoes (TCP's CWR state, once per window) halves the
 //!   rate at any RTT, as RFC 3168 asks: where ECN is negotiated it is answered.
 //!
@@ -145,9 +147,14 @@ kernel::module_tcp_cong! {
             description: "minimum RTT over this many bytes of ACKs (0..=65536); 0: last",
             permissions: 0o444,
         },
+        update_scaling: u32 {
+            default: 0,
+            description: "1: scale each update by min(1, its duration / min_rtt_us); 0: none",
+            permissions: 0o444,
+        },
         loss_rtt_us: u32 {
             default: 0,
-            description: "a loss halves the rate only at or above this RTT (us); 0: t_low_us",
+            description: "a loss halves the rate only at or above this RTT (us); 0: t_high_us",
             permissions: 0o444,
         },
     },
@@ -173,22 +180,78 @@ fn params() -> Params {
         rtt_ref_us: m::rtt_ref_us.value(),
         rtt_window_bytes: m::rtt_window_bytes.value(),
         loss_rtt_us: m::loss_rtt_us.value(),
+        update_scaling: m::update_scaling.value(),
     }
 }
 
-/// Sockets of either variant that have had data ACKed since `init` and are not yet
-/// released: the flows already sending from this host when a new one starts, whose fair
-/// share it starts at. A socket that only receives has nothing in flight after the
-/// handshake, and the stack calls no congestion control for its ACKs.
-static ACTIVE_FLOWS: Atomic<i32> = Atomic::new(0);
+/// The flows of either variant that sent recently, per (network namespace, output device):
+/// those a new flow starts at its fair share among (`timely::recent_senders`). A socket
+/// that only receives is never counted: the stack calls no congestion control for its
+/// ACKs. Slots are found by their key's hash, probing [`SENDER_PROBES`] in a row; a slot
+/// whose flows all stopped sending two epochs ago may be taken by another key.
+struct SenderSlot {
+    /// `timely::sender_key()`, 0 while free.
+    key: Atomic<u64>,
+    /// Per epoch parity: `timely::sender_word_add()`'s epoch and count.
+    words: [Atomic<u32>; 2],
+}
+
+const SENDER_SLOTS: usize = 64;
+const SENDER_PROBES: usize = 8;
+
+static SENDERS: [SenderSlot; SENDER_SLOTS] = [const {
+    SenderSlot {
+        key: Atomic::new(0),
+        words: [Atomic::new(0), Atomic::new(0)],
+    }
+}; SENDER_SLOTS];
+
+impl SenderSlot {
+    fn words(&self) -> [u32; 2] {
+        [self.words[0].load(Relaxed), self.words[1].load(Relaxed)]
+    }
+
+    /// The slot of `key`, taking a free or stale one if `claim` (a flow about to count
+    /// itself) and none has it yet.
+    fn find(key: u64, epoch: u32, claim: bool) -> Option<&'static SenderSlot> {
+        let start = (key ^ (key >> 32)) as usize % SENDER_SLOTS;
+        let probe = || (0..SENDER_PROBES).map(|i| &SENDERS[(start + i) % SENDER_SLOTS]);
+        if let Some(slot) = probe().find(|slot| slot.key.load(Relaxed) == key) {
+            return Some(slot);
+        }
+        if !claim {
+            return None;
+        }
+        probe().find(|slot| {
+            let old = slot.key.load(Relaxed);
+            let free = old == 0 || timely::recent_senders(slot.words(), epoch) == 0;
+            // Taken from under us by another key: probe on.
+            free && slot.key.cmpxchg(old, key, Relaxed).is_ok()
+        })
+    }
+
+    /// Counts one more flow in `epoch`.
+    fn count(&self, epoch: u32) {
+        let word = &self.words[(epoch & 1) as usize];
+        let mut old = word.load(Relaxed);
+        while let Err(now) = word.cmpxchg(old, timely::sender_word_add(old, epoch), Relaxed) {
+            old = now;
+        }
+    }
+}
+
+/// The slot key of the socket's namespace and output device.
+fn sender_key(sk: &Sock<'_>) -> u64 {
+    timely::sender_key(sk.netns_cookie(), sk.out_ifindex().unwrap_or(0))
+}
 
 /// Per-socket state, in `icsk_ca_priv`.
 #[derive(Clone, Copy, Zeroable)]
 struct State {
     cc: Timely,
     seg: Segmenter,
-    /// Counted in `ACTIVE_FLOWS`.
-    counted: bool,
+    /// The sender-count epoch this flow last counted itself in, plus one (0: never).
+    counted_epoch: u32,
 }
 
 /// TIMELY; `PATCHED` selects Algorithm 2 of "ECN or Delay" in the gradient zone.
@@ -221,7 +284,8 @@ impl<const PATCHED: bool> TimelyCc<PATCHED> {
         // increases on its own.
         let app_limited =
             stack_app_limited && timely::is_app_limited(c.delivered_bps, st.cc.rate_bps);
-        st.cc.on_completion(p, Self::VARIANT, c.rtt_us, app_limited);
+        st.cc
+            .on_completion_after(p, Self::VARIANT, c.rtt_us, app_limited, c.interval_us);
     }
 }
 
@@ -246,25 +310,24 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
 
     fn init(sk: &mut Sock<'_>, st: &mut State) {
         let p = params().for_mss(sk.mss());
-        let others = ACTIVE_FLOWS.load(Relaxed).max(0) as u32;
+        let epoch = timely::sender_epoch(sk.now_us());
+        let others = SenderSlot::find(sender_key(sk), epoch, false)
+            .map_or(0, |slot| timely::recent_senders(slot.words(), epoch));
         st.cc = Timely::new(&p, p.init_rate_bps(others));
         st.seg.restart(sk.now_us());
         sk.request_internal_pacing();
         Self::apply(sk, st, &p);
     }
 
-    fn release(_sk: &mut Sock<'_>, st: &mut State) {
-        if st.counted {
-            ACTIVE_FLOWS.add(-1, Relaxed);
-            st.counted = false;
-        }
-    }
-
     fn cong_control(sk: &mut Sock<'_>, st: &mut State, _ack: u32, _f: AckFlags, rs: &RateSample) {
         let p = params().for_mss(sk.mss());
-        if !st.counted && rs.acked_sacked > 0 {
-            ACTIVE_FLOWS.add(1, Relaxed);
-            st.counted = true;
+        let epoch = timely::sender_epoch(sk.now_us());
+        if rs.acked_sacked > 0 && st.counted_epoch != epoch + 1 {
+            // Once per epoch: a hash, a probe and an atomic add.
+            if let Some(slot) = SenderSlot::find(sender_key(sk), epoch, true) {
+                slot.count(epoch);
+            }
+            st.counted_epoch = epoch + 1;
         }
         let acked_bytes = rs.acked_sacked.saturating_mul(sk.mss());
         // The kernel's RTT, not where it may include the receiver's delayed-ACK wait; the
@@ -397,13 +460,22 @@ mod tests {
         }
     }
 
+    /// A socket of `T` that starts with no recent sender counted: the other tests' sockets
+    /// are recent senders of the test sockets' namespace and device.
+    fn alone<T: Algorithm>() -> Result<TestSocket> {
+        for slot in &SENDERS {
+            slot.key.store(0, Relaxed);
+        }
+        TestSocket::with_algorithm::<T>()
+    }
+
     fn rate_bytes_per_sec(s: &mut TestSocket) -> u64 {
         s.sock().pacing_rate_bytes_per_sec()
     }
 
     #[test]
     fn init_paces_at_the_initial_rate() -> Result {
-        let mut s = TestSocket::with_algorithm::<TimelyCc<false>>()?;
+        let mut s = alone::<TimelyCc<false>>()?;
         let p = params();
         assert_eq!(s.sock().pacing(), Pacing::Internal);
         assert_eq!(rate_bytes_per_sec(&mut s), p.init_rate_bps(0) / 8);
@@ -414,34 +486,50 @@ mod tests {
     #[test]
     fn new_flow_starts_at_its_fair_share() -> Result {
         let line_rate = params().init_rate_bps(0) / 8;
-        let mut first = TestSocket::with_algorithm::<TimelyCc<false>>()?;
+        // A clock far from the other tests' (all in the first epochs), so that only this
+        // test's flows are recent senders of the test sockets' namespace and device.
+        let mut now = 1 << 40;
+        let start = |patched: bool, now: u64| -> Result<TestSocket> {
+            let mut s = if patched {
+                TestSocket::before_init::<TimelyCc<true>>()?
+            } else {
+                TestSocket::before_init::<TimelyCc<false>>()?
+            };
+            s.set_mss_and_clock(MSS, now);
+            s.init();
+            Ok(s)
+        };
+        let send = |s: &mut TestSocket, now: u64| {
+            s.set_mss_and_clock(MSS, now);
+            s.cong_control(1, -1, false, false);
+        };
+        let mut first = start(false, now)?;
         assert_eq!(rate_bytes_per_sec(&mut first), line_rate);
         // A socket counts once it has had data ACKed: before, it may only be receiving.
-        let receiver = TestSocket::with_algorithm::<TimelyCc<false>>()?;
-        assert_eq!(
-            rate_bytes_per_sec(&mut TestSocket::with_algorithm::<TimelyCc<false>>()?),
-            line_rate
-        );
-        first.cong_control(1, -1, false, false);
-        {
-            // Both variants count: they share the host's link.
-            let mut second = TestSocket::with_algorithm::<TimelyCc<true>>()?;
-            assert_eq!(rate_bytes_per_sec(&mut second), line_rate / 2);
-            second.cong_control(1, -1, false, false);
-            second.cong_control(1, -1, false, false);
-            let mut third = TestSocket::with_algorithm::<TimelyCc<false>>()?;
-            assert_eq!(rate_bytes_per_sec(&mut third), line_rate / 3);
-        }
-        // Released sockets no longer count.
-        drop(receiver);
-        let mut fourth = TestSocket::with_algorithm::<TimelyCc<false>>()?;
-        assert_eq!(rate_bytes_per_sec(&mut fourth), line_rate / 2);
+        let _receiver = start(false, now)?;
+        assert_eq!(rate_bytes_per_sec(&mut start(false, now)?), line_rate);
+        send(&mut first, now);
+        // Both variants count, each flow once per epoch.
+        let mut second = start(true, now)?;
+        assert_eq!(rate_bytes_per_sec(&mut second), line_rate / 2);
+        send(&mut second, now);
+        send(&mut second, now + 1);
+        assert_eq!(rate_bytes_per_sec(&mut start(false, now)?), line_rate / 3);
+        // The next epoch: the last epoch's senders still count.
+        now += timely::SENDER_EPOCH_US;
+        assert_eq!(rate_bytes_per_sec(&mut start(false, now)?), line_rate / 3);
+        // Only the first sends on; an epoch later the second is forgotten, two later all.
+        send(&mut first, now);
+        now += timely::SENDER_EPOCH_US;
+        assert_eq!(rate_bytes_per_sec(&mut start(true, now)?), line_rate / 2);
+        now += timely::SENDER_EPOCH_US;
+        assert_eq!(rate_bytes_per_sec(&mut start(false, now)?), line_rate);
         Ok(())
     }
 
     #[test]
     fn high_rtt_completion_cuts_pacing_rate() -> Result {
-        let mut s = TestSocket::with_algorithm::<TimelyCc<false>>()?;
+        let mut s = alone::<TimelyCc<false>>()?;
         let start = rate_bytes_per_sec(&mut s);
         let mut now = 1000;
         // The first completion only initialises the RTT history.
@@ -455,7 +543,7 @@ mod tests {
 
     #[test]
     fn delayed_ack_and_invalid_samples_are_ignored() -> Result {
-        let mut s = TestSocket::with_algorithm::<TimelyCc<false>>()?;
+        let mut s = alone::<TimelyCc<false>>()?;
         let start = rate_bytes_per_sec(&mut s);
         let mut now = 1000;
         for _ in 0..4 {
@@ -476,9 +564,9 @@ mod tests {
         let (min, max) = (p.min_rate_bps() / 8, p.max_rate_bps() / 8);
         for patched in [false, true] {
             let mut s = if patched {
-                TestSocket::with_algorithm::<TimelyCc<true>>()?
+                alone::<TimelyCc<true>>()?
             } else {
-                TestSocket::with_algorithm::<TimelyCc<false>>()?
+                alone::<TimelyCc<false>>()?
             };
             let mut now = 1000;
             for rtt_us in [
@@ -501,7 +589,7 @@ mod tests {
 
     #[test]
     fn loss_halves_once_per_episode_when_queued() -> Result {
-        let mut s = TestSocket::with_algorithm::<TimelyCc<false>>()?;
+        let mut s = alone::<TimelyCc<false>>()?;
         let start = rate_bytes_per_sec(&mut s);
         // No RTT sample yet: a loss counts as congestion.
         s.set_ca_state(CaState::Recovery);
@@ -509,7 +597,7 @@ mod tests {
         s.set_ca_state(CaState::Loss);
         assert_eq!(rate_bytes_per_sec(&mut s), start / 2);
         s.set_ca_state(CaState::Open);
-        // RTT 30 us < T_low: no queue, so the next loss is not congestion.
+        // RTT 30 us < T_high: the delay law holds the queue, so the loss is not congestion.
         let mut now = 1000;
         segment(&mut s, &mut now, 30, false);
         let before = rate_bytes_per_sec(&mut s);
@@ -520,8 +608,8 @@ mod tests {
 
     #[test]
     fn an_echoed_congestion_mark_halves_once_per_window() -> Result {
-        let mut s = TestSocket::with_algorithm::<TimelyCc<true>>()?;
-        // RTT 30 us < T_low: a loss would not count, a CE mark does.
+        let mut s = alone::<TimelyCc<true>>()?;
+        // RTT 30 us < T_high: a loss would not count, a CE mark does.
         let mut now = 1000;
         segment(&mut s, &mut now, 30, false);
         let before = rate_bytes_per_sec(&mut s);
@@ -535,7 +623,7 @@ mod tests {
 
     #[test]
     fn patched_variant_uses_the_weighted_law() -> Result {
-        let mut s = TestSocket::with_algorithm::<TimelyCc<true>>()?;
+        let mut s = alone::<TimelyCc<true>>()?;
         let start = rate_bytes_per_sec(&mut s);
         let mut now = 1000;
         segment(&mut s, &mut now, 200, false);
@@ -598,7 +686,7 @@ mod tests {
 
     #[test]
     fn the_options_network_rtt_replaces_the_kernel_rtt() -> Result {
-        let mut s = TestSocket::with_algorithm::<TimelyCc<true>>()?;
+        let mut s = alone::<TimelyCc<true>>()?;
         let start = rate_bytes_per_sec(&mut s);
         let mut now = 1000;
         // Network RTT 200 us; the kernel's, with a 4.8 ms hold, is above T_high.

@@ -9,7 +9,9 @@
 # - with the delay-stamp option negotiated, the RTT samples are its network RTTs (ss:
 #   pacing_gain:2, software stamps; a flow without delay samples for 4 T_high uses the
 #   kernel's RTT meanwhile, so not in every sample); with the receiver refusing it, only
-#   the kernel's RTT (pacing_gain:3).
+#   the kernel's RTT (pacing_gain:3);
+# - a new flow starts at C / (N + 1), N counting the flows that sent recently from its
+#   network namespace through its output device, and no others.
 #
 #   tcp_timely.sh MODULE.ko [PARAM=VALUE...]
 set -u
@@ -32,7 +34,7 @@ fi
 out=$(mktemp -d /run/selftest.XXXXXX)
 trap 'ns_cleanup; rm -rf "$out"' EXIT
 
-ktap_plan 17
+ktap_plan 21
 dmesg -C
 
 # rejects NAME PARAM=VALUE...: insmod must fail, and dmesg must name NAME and its range.
@@ -163,4 +165,43 @@ else check "option refused: the kernel's RTT samples (ss pacing_gain:3)" \
 	eval 'test "$(ss_sources "$out/ss.refused")" = "3 " -a "$(cat "$out/samples.timely_patched")" -eq 0'
 fi
 diag "option refused: sources '$(ss_sources "$out/ss.refused")', $(cat "$out/samples.timely_patched") delay samples"
+
+# The fair-share start. A TIMELY socket that connects and sends nothing keeps its start
+# rate; idle.py prints its pacing rate (bit/s, tcp_info), which is TIMELY's rate.
+cat > "$out/idle.py" <<'PY'
+import socket, struct, sys, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"timely")
+time.sleep(0.05)
+print(struct.unpack_from("Q", s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232), 104)[0] * 8)
+PY
+cat > "$out/listen.py" <<'PY'
+import socket, sys
+l = socket.create_server(("", int(sys.argv[1])))
+conns = []
+while True:
+    conns.append(l.accept()[0])
+PY
+ip netns exec $NS_SRV python3 "$out/listen.py" 5990 & listen_srv=$!
+ip netns exec $NS_CLI python3 "$out/listen.py" 5990 & listen_cli=$!
+sleep 0.5
+C=$(( $(cat /sys/module/tcp_timely/parameters/max_rate_mbps) * 1000000 ))
+start_rate() { ip netns exec "$1" python3 "$out/idle.py" "$2" 5990; }
+# Three flows send from cli through c0 for 3 s; the new sockets start 1 s in.
+ip netns exec $NS_CLI iperf3 -c $SRV_ADDR -t 3 -P 3 -C timely >/dev/null 2>&1 & flows=$!
+sleep 1
+same_path=$(start_rate $NS_CLI $SRV_ADDR)
+other_dev=$(start_rate $NS_CLI 10.10.1.1)      # cli to itself: through lo
+other_ns=$(start_rate $NS_SRV 10.10.1.1)       # srv, which only receives, through s0
+wait $flows
+sleep 0.2
+after=$(start_rate $NS_CLI $SRV_ADDR)
+kill $listen_srv $listen_cli 2>/dev/null
+diag "start rates (Mbit/s, C = $((C / 1000000))): beside 3 flows $((same_path / 1000000)), through lo $((other_dev / 1000000)), from srv $((other_ns / 1000000)), after the flows $((after / 1000000))"
+# N = 3 unless a flow had no ACK for two 32 ms epochs (a starved host): at least one.
+check "start: beside 3 flows on its path, C / (N + 1) with N in 1..3" \
+	eval 'test "$same_path" -ge $((C / 4)) -a "$same_path" -le $((C / 2))'
+check "start: the same host's flows through another device do not count" test "$other_dev" -eq "$C"
+check "start: another namespace's flows do not count" test "$other_ns" -eq "$C"
+check "start: flows that stopped sending no longer count" test "$after" -eq "$C"
 ktap_finish

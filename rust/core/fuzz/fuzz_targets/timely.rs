@@ -300,6 +300,7 @@ impl SegModel {
         Some(Completion {
             rtt_us: window_min.saturating_sub(serialization).max(1),
             delivered_bps: u64::try_from(delivered_bps).unwrap(),
+            interval_us: elapsed,
             new_source,
         })
     }

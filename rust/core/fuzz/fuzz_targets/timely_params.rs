@@ -17,7 +17,7 @@ use tcp_cc_core_fuzz::{params, Input};
 
 /// The README's table: each parameter's name, value and allowed range, computed in 64 bits
 /// from the values of the parameters the range depends on.
-fn table(p: &Params) -> [(&'static str, u32, u64, u64); 17] {
+fn table(p: &Params) -> [(&'static str, u32, u64, u64); 18] {
     let ppm = PPM;
     let kbps = u64::from(p.max_rate_mbps) * 1000;
     let rtt = u64::from(MAX_RTT_US);
@@ -49,6 +49,7 @@ fn table(p: &Params) -> [(&'static str, u32, u64, u64); 17] {
             MAX_SEG_BYTES.into(),
         ),
         ("loss_rtt_us", p.loss_rtt_us, 0, rtt),
+        ("update_scaling", p.update_scaling, 0, 1),
     ]
 }
 

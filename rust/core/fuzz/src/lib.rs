@@ -180,6 +180,7 @@ pub fn raw_params(i: &mut Input) -> Params {
         rtt_ref_us: i.u32(),
         rtt_window_bytes: i.u32(),
         loss_rtt_us: i.u32(),
+        update_scaling: i.u32(),
     }
 }
 
@@ -208,6 +209,7 @@ pub fn valid_params(i: &mut Input) -> Params {
         rtt_ref_us: i.in_range(0, MAX_RTT_US),
         rtt_window_bytes: i.in_range(0, MAX_SEG_BYTES),
         loss_rtt_us: i.in_range(0, MAX_RTT_US),
+        update_scaling: i.in_range(0, 1),
     }
 }
 
@@ -223,7 +225,7 @@ pub fn params(i: &mut Input) -> Params {
     };
     // A preset with one value replaced by anything.
     let v = i.u32();
-    let fields: [&mut u32; 17] = [
+    let fields: [&mut u32; 18] = [
         &mut p.t_low_us,
         &mut p.t_high_us,
         &mut p.delta_kbps,
@@ -241,9 +243,10 @@ pub fn params(i: &mut Input) -> Params {
         &mut p.rtt_ref_us,
         &mut p.rtt_window_bytes,
         &mut p.loss_rtt_us,
+        &mut p.update_scaling,
     ];
-    match i.u8() % 18 {
-        17 => {}
+    match i.u8() % 19 {
+        18 => {}
         n => *fields.into_iter().nth(usize::from(n)).unwrap() = v,
     }
     p
