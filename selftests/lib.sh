@@ -80,18 +80,21 @@ setup_dumbbell() {
 	ip netns exec $NS_RTR sysctl -qw net.ipv4.ip_forward=1
 	for ns in $NS_CLI $NS_SRV; do ip netns exec $ns sysctl -qw net.ipv4.tcp_ecn=1; done
 
+	# One frame of the MTU (1514 bytes at 1500); the shaper's burst holds two of them.
+	local frame=$((mtu + 14)) burst=3000
+	[ $((2 * frame)) -gt $burst ] && burst=$((2 * frame))
 	tc -n $NS_RTR qdisc add dev r1 root handle 1: htb default 1 || return 1
 	tc -n $NS_RTR class add dev r1 parent 1: classid 1:1 htb rate "${rate}mbit" \
-		burst 3000 cburst 3000 quantum 1514 || return 1
+		burst $burst cburst $burst quantum $frame || return 1
 	if [ -n "$ecn_k" ]; then
-		local k_bytes=$((ecn_k * 1514))
+		local k_bytes=$((ecn_k * frame))
 		# nodrop: a packet that is not ECN-capable (SYN, FIN, pure ACK) is queued, not
 		# dropped, above K, as datacenter switches do; only the full buffer drops.
 		# NON_ECT "drop": dropped above K instead (a switch that drops non-ECT data).
 		local nodrop=nodrop
 		[ "$non_ect" = drop ] && nodrop=
-		tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: red limit $((queue * 1514)) \
-			min $k_bytes max $((k_bytes + 1)) avpkt 1514 burst $((ecn_k + 1)) \
+		tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: red limit $((queue * frame)) \
+			min $k_bytes max $((k_bytes + 1)) avpkt $frame burst $((ecn_k + 1)) \
 			probability 1.0 bandwidth "${rate}mbit" ecn $nodrop || return 1
 	else
 		tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: pfifo limit "$queue" || return 1

@@ -19,7 +19,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 
-from netbench import PAYLOAD_PER_FRAME  # the capacity netbench counts utilization against
+from netbench import payload_per_frame  # the capacity netbench counts utilization against
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCENARIOS = os.path.join(ROOT, "tools", "bench", "scenarios")
@@ -676,7 +676,7 @@ def theorem5_rows(sc, rs, params):
     rtt_ref = timely_param(params, "rtt_ref_us", 0) or t_low
     delta_bps = timely_param(params, "delta_kbps", 10_000) * 1000
     beta = timely_param(params, "patched_beta_ppm", 8000) / 1e6
-    cap_bps = sc["rate_mbit"] * 1e6 * PAYLOAD_PER_FRAME
+    cap_bps = sc["rate_mbit"] * 1e6 * payload_per_frame(sc)
     rows = ["", "Patched TIMELY's operating point against Theorem 5 of \"ECN or Delay\" "
             f"(RTT* = RTT_ref (1 + N delta / (beta' C)), RTT_ref {rtt_ref} us, delta "
             f"{delta_bps / 1e6:g} Mbit/s, beta' (patched_beta_ppm) {beta:g}, "

@@ -46,7 +46,11 @@ TCPI_OPT_ECN = 8
 # The DS field of mix 1's flows with "class_queues" (CS1).
 CLASS_DS_FIELD = "0x20"
 # Goodput capacity of the bottleneck: TCP payload per Ethernet frame (timestamps on).
-PAYLOAD_PER_FRAME = 1448 / 1514
+def payload_per_frame(sc):
+    """TCP payload per Ethernet frame at the scenario's MTU (IP and TCP headers with the
+    timestamp option: 52 bytes; Ethernet header: 14; the htb counts no more)."""
+    mtu = sc.get("mtu", 1500)
+    return (mtu - 52) / (mtu + 14)
 
 
 def sh(cmd, check=True, **kw):
@@ -554,7 +558,7 @@ def summarize(sc, res):
     """Metrics over the scenario's measurement window (all flows of the final set active)."""
     flows = res["flows"]
     series = flow_series(res)
-    cap = sc["rate_mbit"] * PAYLOAD_PER_FRAME
+    cap = sc["rate_mbit"] * payload_per_frame(sc)
     if not flows:
         # A workload alone: its flow-completion times, RTTs and queue over its arrivals.
         return workload_only_summary(sc, res, cap)
