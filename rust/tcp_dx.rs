@@ -32,6 +32,7 @@ use kernel::net::tcp::cong::{
     AckSample, Algorithm, CaState, DelaySource, Event, Flags, Info, InfoSock, Sock,
 };
 use kernel::prelude::*;
+use kernel::sync::SetOnce;
 
 // Per-ACK CPU cost figures printed by the KUnit suite (shared with the other modules).
 #[cfg(CONFIG_KUNIT)]
@@ -82,7 +83,15 @@ kernel::module_tcp_cong! {
     },
 }
 
+/// The parameters as `check_params` validated them at load: they are read-only (0o444),
+/// and `params()` is on every ACK's path, where reading each module parameter is a call.
+static PARAMS: SetOnce<DxParams> = SetOnce::new();
+
 fn params() -> DxParams {
+    PARAMS.as_ref().copied().unwrap_or_else(read_params)
+}
+
+fn read_params() -> DxParams {
     use crate::module_parameters as m;
     DxParams {
         headroom_ns: m::headroom_ns.value(),
@@ -266,7 +275,8 @@ impl Algorithm for DxCc {
 }
 
 fn check_params() -> Result {
-    params().validate().map_err(|e| {
+    let p = read_params();
+    p.validate().map_err(|e| {
         pr_err!(
             "invalid parameter {}={}: allowed range {}..={}\n",
             e.name,
@@ -275,7 +285,9 @@ fn check_params() -> Result {
             e.max
         );
         ERANGE
-    })
+    })?;
+    PARAMS.populate(p);
+    Ok(())
 }
 
 #[kunit_tests(rust_dx)]

@@ -45,6 +45,7 @@ use kernel::net::tcp::cong::{
     AckFlags, AckSample, Algorithm, CaState, DelaySource, Flags, Info, InfoSock, RateSample, Sock,
 };
 use kernel::prelude::*;
+use kernel::sync::SetOnce;
 
 // Per-ACK CPU cost figures printed by the KUnit suite (shared with the other modules).
 #[cfg(CONFIG_KUNIT)]
@@ -160,7 +161,15 @@ kernel::module_tcp_cong! {
     },
 }
 
+/// The parameters as `check_params` validated them at load: they are read-only (0o444),
+/// and `params()` is on every ACK's path, where reading each module parameter is a call.
+static PARAMS: SetOnce<Params> = SetOnce::new();
+
 fn params() -> Params {
+    PARAMS.as_ref().copied().unwrap_or_else(read_params)
+}
+
+fn read_params() -> Params {
     use crate::module_parameters as m;
     Params {
         t_low_us: m::t_low_us.value(),
@@ -196,8 +205,10 @@ struct SenderSlot {
     words: [Atomic<u32>; 2],
 }
 
-const SENDER_SLOTS: usize = 64;
-const SENDER_PROBES: usize = 8;
+/// 4 KB: namespaces times devices with TIMELY senders a host may have. A key that finds no
+/// slot within its probes is not counted (its new flows start at C).
+const SENDER_SLOTS: usize = 256;
+const SENDER_PROBES: usize = 16;
 
 static SENDERS: [SenderSlot; SENDER_SLOTS] = [const {
     SenderSlot {
@@ -252,6 +263,10 @@ struct State {
     seg: Segmenter,
     /// The sender-count epoch this flow last counted itself in, plus one (0: never).
     counted_epoch: u32,
+    /// In TCP's CWR state, not yet halved for it: the first ACK that echoes a CE mark
+    /// halves the rate (CWR is also entered without one: a local qdisc's push-back, a loss
+    /// a tail-loss probe repaired).
+    ce_armed: bool,
 }
 
 /// TIMELY; `PATCHED` selects Algorithm 2 of "ECN or Delay" in the gradient zone.
@@ -310,7 +325,9 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
 
     fn init(sk: &mut Sock<'_>, st: &mut State) {
         let p = params().for_mss(sk.mss());
-        let epoch = timely::sender_epoch(sk.now_us());
+        // The clock now: an idle socket's last packet (`now_us`) may be long past. The
+        // latter is never ahead of the clock but on KUnit's sockets, whose clock a test sets.
+        let epoch = timely::sender_epoch(sk.clock_us().max(sk.now_us()));
         let others = SenderSlot::find(sender_key(sk), epoch, false)
             .map_or(0, |slot| timely::recent_senders(slot.words(), epoch));
         st.cc = Timely::new(&p, p.init_rate_bps(others));
@@ -319,7 +336,7 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
         Self::apply(sk, st, &p);
     }
 
-    fn cong_control(sk: &mut Sock<'_>, st: &mut State, _ack: u32, _f: AckFlags, rs: &RateSample) {
+    fn cong_control(sk: &mut Sock<'_>, st: &mut State, _ack: u32, f: AckFlags, rs: &RateSample) {
         let p = params().for_mss(sk.mss());
         let epoch = timely::sender_epoch(sk.now_us());
         if rs.acked_sacked > 0 && st.counted_epoch != epoch + 1 {
@@ -328,6 +345,12 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
                 slot.count(epoch);
             }
             st.counted_epoch = epoch + 1;
+        }
+        if st.ce_armed && f.ece() && sk.ca_state() == CaState::Cwr {
+            // tcp_enter_cwr() on this ACK's ECN echo, or a mark echoed later in a CWR the
+            // stack entered for another reason: once per CWR episode (one window).
+            st.ce_armed = false;
+            st.cc.on_ce(&p);
         }
         let acked_bytes = rs.acked_sacked.saturating_mul(sk.mss());
         // The kernel's RTT, not where it may include the receiver's delayed-ACK wait; the
@@ -356,21 +379,13 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
     }
 
     fn set_state(sk: &mut Sock<'_>, st: &mut State, new_state: CaState) {
-        let old_state = sk.ca_state();
-        let p = params().for_mss(sk.mss());
-        if in_loss_recovery(new_state) && !in_loss_recovery(old_state) {
+        // CWR lasts until the data in flight when it began is acknowledged: one window.
+        st.ce_armed = new_state == CaState::Cwr;
+        if in_loss_recovery(new_state) && !in_loss_recovery(sk.ca_state()) {
+            let p = params().for_mss(sk.mss());
             st.cc.on_loss(&p);
-        } else if new_state == CaState::Cwr
-            && matches!(old_state, CaState::Open | CaState::Disorder)
-        {
-            // tcp_enter_cwr(): the peer echoed a CE mark (ECN was negotiated, as it is for
-            // every connection with net.ipv4.tcp_ecn=1). Once per window: TCP stays in CWR
-            // until the data in flight at the mark is acknowledged.
-            st.cc.on_ce(&p);
-        } else {
-            return;
+            Self::apply(sk, st, &p);
         }
-        Self::apply(sk, st, &p);
     }
 
     fn tx_start(sk: &mut Sock<'_>, st: &mut State) {
@@ -410,7 +425,8 @@ const INFO_SOURCE_SHIFT: u32 = 28;
 const INFO_RTT_MAX_US: u32 = (1 << INFO_MODE_SHIFT) - 1;
 
 fn check_params() -> Result {
-    params().validate().map_err(|e| {
+    let p = read_params();
+    p.validate().map_err(|e| {
         pr_err!(
             "invalid parameter {}={}: allowed range {}..={}\n",
             e.name,
@@ -419,7 +435,9 @@ fn check_params() -> Result {
             e.max
         );
         ERANGE
-    })
+    })?;
+    PARAMS.populate(p);
+    Ok(())
 }
 
 #[kunit_tests(rust_timely)]
@@ -613,11 +631,26 @@ mod tests {
         let mut now = 1000;
         segment(&mut s, &mut now, 30, false);
         let before = rate_bytes_per_sec(&mut s);
+        let ece = || kernel::bindings::FLAG_ECE;
+        // CWR without an echo (a local qdisc's push-back): no cut.
         s.set_ca_state(CaState::Cwr);
+        s.cong_control(0, -1, false, false);
+        assert_eq!(rate_bytes_per_sec(&mut s), before);
+        // An echo in it: one cut, however many echoes the window brings.
+        s.cong_control_with(0, -1, false, false, ece());
         assert_eq!(rate_bytes_per_sec(&mut s), before / 2);
-        // Still in CWR, or recovery from it: no second cut for the same window.
+        s.cong_control_with(0, -1, false, false, ece());
+        assert_eq!(rate_bytes_per_sec(&mut s), before / 2);
+        // The next window's mark cuts again.
+        s.set_ca_state(CaState::Open);
         s.set_ca_state(CaState::Cwr);
-        assert_eq!(rate_bytes_per_sec(&mut s), before / 2);
+        s.cong_control_with(0, -1, false, false, ece());
+        assert_eq!(rate_bytes_per_sec(&mut s), before / 4);
+        // Echoes outside CWR (recovery handles its own) do not cut.
+        s.set_ca_state(CaState::Recovery);
+        let in_recovery = rate_bytes_per_sec(&mut s);
+        s.cong_control_with(0, -1, false, false, ece());
+        assert_eq!(rate_bytes_per_sec(&mut s), in_recovery);
         Ok(())
     }
 
