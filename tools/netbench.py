@@ -4,8 +4,9 @@
 
 Builds the three-namespace dumbbell of selftests/lib.sh (cli -> rtr -> srv; the bottleneck
 is rtr's egress: an htb at the scenario's rate with a drop-tail FIFO, or RED step ECN
-marking at K packets for ECN algorithms such as dctcp; GSO/TSO/GRO off so the queue counts
-packets), starts one iperf3 flow per scheduled flow, and while they run samples every
+marking at K packets for ECN algorithms such as dctcp; the devices' GSO/TSO/GRO off so the
+queue counts packets, though TCP still builds GSO skbs unless a scenario sets gso_max_segs),
+starts one iperf3 flow per scheduled flow, and while they run samples every
 10 ms: each flow's RTT, cwnd and pacing rate (`ss -ti`'s fields) and the bottleneck backlog
 (`tc -s qdisc`'s), read over netlink (tools/nlsample.py). A scenario may add a flow-size
 workload (tools/fctflow.py): short flows at Poisson arrivals beside the long ones, reported
