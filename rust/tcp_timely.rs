@@ -32,7 +32,8 @@
 //!   (`timely::recent_senders`), C is `max_rate_mbps`;
 //! - entering fast recovery or a retransmission timeout halves the rate, once per episode,
 //!   unless the last RTT was below `loss_rtt_us` (T_high by default: below it the delay
-//!   law holds the queue, and the loss is not taken as congestion);
+//!   law holds the queue, and a loss is not taken as congestion); but a completion whose
+//!   segment lost one packet in four halves it at any RTT (an AQM that drops);
 //! - an ECN congestion mark the peer echoes (TCP's CWR state, once per window) halves the
 //!   rate at any RTT, as RFC 3168 asks: where ECN is negotiated it is answered.
 //!
@@ -267,6 +268,8 @@ struct State {
     /// halves the rate (CWR is also entered without one: a local qdisc's push-back, a loss
     /// a tail-loss probe repaired).
     ce_armed: bool,
+    /// Packets TCP marked lost since the last completion (saturating).
+    seg_lost_pkts: u8,
 }
 
 /// TIMELY; `PATCHED` selects Algorithm 2 of "ECN or Delay" in the gradient zone.
@@ -290,9 +293,14 @@ impl<const PATCHED: bool> TimelyCc<PATCHED> {
     }
 
     /// One completed segment through the law.
-    fn complete(st: &mut State, p: &Params, c: Completion, stack_app_limited: bool) {
+    fn complete(st: &mut State, p: &Params, c: Completion, stack_app_limited: bool, mss: u32) {
         if c.new_source {
             st.cc.restart_gradient();
+        }
+        let lost = core::mem::take(&mut st.seg_lost_pkts);
+        if timely::is_heavy_loss(lost.into(), p.seg_bytes, mss) {
+            st.cc.on_heavy_loss(p);
+            return;
         }
         // The 80% rule, where the stack saw the application leave the pipe idle: a
         // per-segment delivery rate alone is too noisy (ACK compression) to block
@@ -352,12 +360,14 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
             st.ce_armed = false;
             st.cc.on_ce(&p);
         }
+        let losses = u8::try_from(rs.losses).unwrap_or(u8::MAX);
+        st.seg_lost_pkts = st.seg_lost_pkts.saturating_add(losses);
         let acked_bytes = rs.acked_sacked.saturating_mul(sk.mss());
         // The kernel's RTT, not where it may include the receiver's delayed-ACK wait; the
         // segmenter takes it only while the delay-stamp option gives no network RTT.
         let rtt_us = timely::usable_rtt_us(rs.rtt_us, rs.is_ack_delayed);
         if let Some(c) = st.seg.on_ack(&p, sk.now_us(), acked_bytes, rtt_us) {
-            Self::complete(st, &p, c, rs.is_app_limited);
+            Self::complete(st, &p, c, rs.is_app_limited, sk.mss());
         }
         Self::apply(sk, st, &p);
     }
