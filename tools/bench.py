@@ -447,6 +447,24 @@ def splice_section(text, name, section):
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
+def cmd_resummarize(a):
+    """The metrics of each successful run, again, from the samples it recorded, with the
+    scenario file as it is now (its measurement window); the samples are unchanged."""
+    import netbench
+    for sc in load_scenarios(a.scenarios):
+        n = 0
+        for f in sorted(glob.glob(os.path.join(RAW, sc["name"], "*.json"))):
+            r = json.load(open(f))
+            if not r.get("ok"):
+                continue
+            r.update(netbench.summarize(sc, r))
+            with open(f, "w") as out:
+                json.dump(r, out)
+            n += 1
+        print(f"{sc['name']}: {n} runs resummarized")
+    return 0
+
+
 def cmd_report(a):
     meta, results = load_results()
     os.makedirs(PLOTS, exist_ok=True)
@@ -753,8 +771,12 @@ def main():
     rep = sub.add_parser("report")
     rep.add_argument("scenarios", nargs="*",
                      help="rewrite only these scenarios' sections of results/BENCH.md")
+    res = sub.add_parser("resummarize")
+    res.add_argument("scenarios", nargs="+",
+                     help="recompute these scenarios' metrics from their raw samples (after "
+                          "a change of the scenario's measurement window)")
     a = p.parse_args()
-    return cmd_run(a) if a.cmd == "run" else cmd_report(a)
+    return {"run": cmd_run, "report": cmd_report, "resummarize": cmd_resummarize}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -504,8 +504,12 @@ def run_scenario(sc, algo, log=print, rep=0):
 def acked_at(series, t):
     """Bytes ACKed by time t, from a flow's (t, bytes_acked) samples (linear between)."""
     # Tolerate sampling gaps (on the guest's normal clock a sample can take 20 ms).
-    if not series or t < series[0][0] - 0.05 or t > series[-1][0] + 0.05:
+    if not series or t > series[-1][0] + 0.05:
         return None
+    if t < series[0][0] - 0.05:
+        # Not connected yet (a SYN the full queue dropped waits for its 1 s timeout): a
+        # connection is sampled from its first 100 KB on, every 10 ms.
+        return 0.0
     prev = series[0]
     for cur in series:
         if cur[0] >= t:
