@@ -584,6 +584,21 @@ def headline(results):
                      f"| {cell('flows_leaving', a, ['convergence_s'])} "
                      f"| {cell('convergence', a, ['jain', 'convergence_s'])} "
                      f"| {fct_p99(a, True)} | {fct_p99(a, False)} |")
+    paper = [r for r in results.get("incast16_10g", []) if r.get("ok")]
+    if paper:
+        lines += ["", "At the papers' scale (`incast16_10g`: 16 flows into one receiver at "
+                  "10 Gbit/s, 20 us base delay, MTU 9000, TIMELY with the unscaled constants; "
+                  "median (min-max) of the runs):", "",
+                  "| algorithm | runs | util | p99 RTT us | controller's RTT p50 / p99 us "
+                  "| queue p50 frames | Jain |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for a in sorted({r["algo"] for r in paper}, key=algo_key):
+            ok = [r for r in paper if r["algo"] == a]
+            ctl = (f"{median_range(ok, 'ctl_rtt_p50_us')} / {median_range(ok, 'ctl_rtt_p99_us')}"
+                   if any(r.get("ctl_rtt_p50_us") for r in ok) else "-")
+            lines.append(f"| {a} | {len(ok)} | {median_range(ok, 'util_pct', '{:.1f}%')} "
+                         f"| {median_range(ok, 'rtt_p99_us')} | {ctl} "
+                         f"| {median_range(ok, 'queue_p50_pkts')} "
+                         f"| {median_range(ok, 'jain', '{:.3f}')} |")
     return lines
 
 
