@@ -387,8 +387,14 @@ impl Flow {
     fn loss(&mut self, p: &Params) {
         let before = self.cc;
         self.cc.on_loss(p);
-        if before.last_rtt_us != 0 && before.last_rtt_us < p.t_low_us {
-            assert_eq!(self.cc, before, "a loss without a queue changed the rate");
+        // The documented gate: `loss_rtt_us`, 0 meaning `t_high_us`.
+        let gate = if p.loss_rtt_us == 0 {
+            p.t_high_us
+        } else {
+            p.loss_rtt_us
+        };
+        if before.last_rtt_us != 0 && before.last_rtt_us < gate {
+            assert_eq!(self.cc, before, "a loss below the gate changed the rate");
         } else {
             let half = (before.rate_bps / 2).clamp(p.min_rate_bps(), p.max_rate_bps());
             assert_eq!(
