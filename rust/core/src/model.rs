@@ -182,12 +182,18 @@ mod tests {
         p.rtt_ref_us() as f64 * (1.0 + x)
     }
 
-    fn check_patched(n: usize, starts: Vec<u64>) {
-        let s = paper_scenario(Variant::Patched, starts, 200_000_000);
+    /// Patched TIMELY from `starts`, with up to `ack_jitter_ns` of noise on each sample:
+    /// equal rates, a full link and Theorem 5's RTT (within 10%).
+    fn check_patched(starts: Vec<u64>, ack_jitter_ns: u64) {
+        let n = starts.len();
+        let s = Scenario {
+            ack_jitter_ns,
+            ..paper_scenario(Variant::Patched, starts, 200_000_000)
+        };
         let o = simulate(&s);
         let expect = theorem5_rtt_us(&s.params, n, s.capacity_bps);
         println!(
-            "patched N={n}: RTT {:.1} us (Theorem 5: {expect:.1}), Jain {:.4}, utilization {:.3}, rates {:?}",
+            "patched N={n}, jitter {ack_jitter_ns} ns: RTT {:.1} us (Theorem 5: {expect:.1}), Jain {:.4}, utilization {:.3}, rates {:?}",
             o.rtt_us, o.jain, o.utilization,
             o.rates_bps.iter().map(|r| (r / 1e6).round()).collect::<Vec<_>>()
         );
@@ -202,40 +208,23 @@ mod tests {
 
     #[test]
     fn patched_two_flows_from_unequal_starts() {
-        check_patched(2, std::vec![7_000_000_000, 3_000_000_000]);
+        check_patched(std::vec![7_000_000_000, 3_000_000_000], 0);
     }
 
     #[test]
     fn patched_ten_flows() {
         let starts = (0..10).map(|i| 250_000_000 + i * 200_000_000).collect();
-        check_patched(10, starts);
+        check_patched(starts, 0);
     }
 
     #[test]
     fn patched_four_flows_with_ack_jitter() {
         // Host noise of up to 5 us on every ACK's sample (a quarter of the 20 us minimum
         // RTT): the 64 KB window minimum keeps the fixed point.
-        let s = Scenario {
-            ack_jitter_ns: 5_000,
-            ..paper_scenario(
-                Variant::Patched,
-                std::vec![4_000_000_000, 3_000_000_000, 2_000_000_000, 1_000_000_000],
-                200_000_000,
-            )
-        };
-        let o = simulate(&s);
-        let expect = theorem5_rtt_us(&s.params, 4, s.capacity_bps);
-        println!(
-            "patched N=4, jitter 5 us: RTT {:.1} us (Theorem 5: {expect:.1}), Jain {:.4}, utilization {:.3}",
-            o.rtt_us, o.jain, o.utilization
+        check_patched(
+            std::vec![4_000_000_000, 3_000_000_000, 2_000_000_000, 1_000_000_000],
+            5_000,
         );
-        assert!(o.jain >= 0.99, "Jain {}", o.jain);
-        assert!(
-            (o.rtt_us - expect).abs() <= 0.1 * expect,
-            "RTT {} vs {expect}",
-            o.rtt_us
-        );
-        assert!(o.utilization >= 0.95, "utilization {}", o.utilization);
     }
 
     #[test]

@@ -984,17 +984,19 @@ mod tests {
         assert!(lo.rate_bps > rate);
     }
 
+    /// The rate after a loss, from 1 Gbit/s with `last_rtt_us` as the last completion's RTT.
+    fn rate_after_loss(p: &Params, variant: Variant, last_rtt_us: u32) -> u64 {
+        let mut t = warmed(variant, 1_000_000_000, last_rtt_us);
+        t.on_loss(p);
+        t.rate_bps
+    }
+
     #[test]
     fn loss_below_t_high_is_ignored() {
-        let mut t = warmed(Variant::Original, 1_000_000_000, 30);
-        t.on_loss(&P);
-        assert_eq!(t.rate_bps, 1_000_000_000);
-        let mut t = warmed(Variant::Original, 1_000_000_000, P.t_high_us - 1);
-        t.on_loss(&P);
-        assert_eq!(t.rate_bps, 1_000_000_000);
-        let mut t = warmed(Variant::Original, 1_000_000_000, P.t_high_us);
-        t.on_loss(&P);
-        assert_eq!(t.rate_bps, 500_000_000);
+        let after = |rtt| rate_after_loss(&P, Variant::Original, rtt);
+        assert_eq!(after(30), 1_000_000_000);
+        assert_eq!(after(P.t_high_us - 1), 1_000_000_000);
+        assert_eq!(after(P.t_high_us), 500_000_000);
     }
 
     #[test]
@@ -1048,12 +1050,9 @@ mod tests {
         };
         assert_eq!(p.loss_rtt_us(), P.t_low_us);
         assert_eq!(P.loss_rtt_us(), P.t_high_us);
-        let mut t = warmed(Variant::Patched, 1_000_000_000, P.t_low_us - 1);
-        t.on_loss(&p);
-        assert_eq!(t.rate_bps, 1_000_000_000);
-        let mut t = warmed(Variant::Patched, 1_000_000_000, P.t_low_us);
-        t.on_loss(&p);
-        assert_eq!(t.rate_bps, 500_000_000);
+        let after = |rtt| rate_after_loss(&p, Variant::Patched, rtt);
+        assert_eq!(after(P.t_low_us - 1), 1_000_000_000);
+        assert_eq!(after(P.t_low_us), 500_000_000);
     }
 
     #[test]
