@@ -86,21 +86,29 @@ setup_dumbbell() {
 	tc -n $NS_RTR qdisc add dev r1 root handle 1: htb default 1 || return 1
 	tc -n $NS_RTR class add dev r1 parent 1: classid 1:1 htb rate "${rate}mbit" \
 		burst $burst cburst $burst quantum $frame || return 1
-	if [ -n "$ecn_k" ]; then
-		local k_bytes=$((ecn_k * frame))
-		# nodrop: a packet that is not ECN-capable (SYN, FIN, pure ACK) is queued, not
-		# dropped, above K, as datacenter switches do; only the full buffer drops.
-		# NON_ECT "drop": dropped above K instead (a switch that drops non-ECT data).
-		local nodrop=nodrop
-		[ "$non_ect" = drop ] && nodrop=
-		tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: red limit $((queue * frame)) \
-			min $k_bytes max $((k_bytes + 1)) avpkt $frame burst $((ecn_k + 1)) \
-			probability 1.0 bandwidth "${rate}mbit" ecn $nodrop || return 1
-	else
-		tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: pfifo limit "$queue" || return 1
-	fi
+	bottleneck_queue 1:1 10: "$rate" "$queue" "$ecn_k" "$mtu" "$non_ect" || return 1
 	tc -n $NS_SRV qdisc add dev s0 root netem delay "${delay_us}us" limit 100000 || return 1
 	return 0
+}
+
+# bottleneck_queue PARENT HANDLE RATE_MBIT QUEUE_PKTS ECN_K_PKTS MTU NON_ECT: a queue of
+# QUEUE_PKTS frames of the MTU on rtr's r1 under htb class PARENT: a drop-tail FIFO, or,
+# with ECN_K_PKTS, RED marking CE above K (DCTCP-style step). nodrop: a packet that is not
+# ECN-capable (SYN, FIN, pure ACK) is queued, not dropped, above K, as datacenter switches
+# do; only the full buffer drops. NON_ECT "drop": dropped above K instead (a switch that
+# drops non-ECT data).
+bottleneck_queue() {
+	local parent=$1 handle=$2 rate=$3 queue=$4 ecn_k=$5 mtu=$6 non_ect=$7
+	local frame=$((mtu + 14)) k_bytes nodrop=nodrop
+	if [ -z "$ecn_k" ]; then
+		tc -n $NS_RTR qdisc add dev r1 parent "$parent" handle "$handle" pfifo limit "$queue"
+		return
+	fi
+	k_bytes=$((ecn_k * frame))
+	[ "$non_ect" = drop ] && nodrop=
+	tc -n $NS_RTR qdisc add dev r1 parent "$parent" handle "$handle" red \
+		limit $((queue * frame)) min $k_bytes max $((k_bytes + 1)) avpkt $frame \
+		burst $((ecn_k + 1)) probability 1.0 bandwidth "${rate}mbit" ecn $nodrop
 }
 
 # dumbbell_ipv6: IPv6 on the dumbbell too (after setup_dumbbell): cli fd00:10:1::1,

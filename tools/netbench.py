@@ -278,15 +278,8 @@ def add_class_queues(sc, ecn_k):
     for cls in (10, 20):
         sh(f"tc -n rtr class add dev r1 parent 1:1 classid 1:{cls} htb rate {rate // 2}mbit "
            f"ceil {rate}mbit burst 3000 cburst 3000 quantum 1514")
-        if ecn_k:
-            k_bytes = ecn_k * 1514
-            nodrop = "" if sc.get("non_ect_above_k") == "drop" else " nodrop"
-            sh(f"tc -n rtr qdisc add dev r1 parent 1:{cls} handle {cls}: red "
-               f"limit {sc['queue_pkts'] * 1514} min {k_bytes} max {k_bytes + 1} avpkt 1514 "
-               f"burst {ecn_k + 1} probability 1.0 bandwidth {rate}mbit ecn{nodrop}")
-        else:
-            sh(f"tc -n rtr qdisc add dev r1 parent 1:{cls} handle {cls}: pfifo "
-               f"limit {sc['queue_pkts']}")
+        lib(f"bottleneck_queue 1:{cls} {cls}: {rate} {sc['queue_pkts']} '{ecn_k}' "
+            f"{sc.get('mtu', 1500)} {sc.get('non_ect_above_k', 'queue')}")
     sh(f"tc -n rtr filter add dev r1 parent 1: prio 1 protocol ip u32 match ip dsfield "
        f"{CLASS_DS_FIELD} 0xfc flowid 1:20")
     sh("tc -n rtr filter add dev r1 parent 1: prio 2 protocol all u32 match u32 0 0 "
