@@ -29,7 +29,9 @@
 //! - a new flow starts at the fair share C / (N + 1) ("ECN or Delay", section 4), unless
 //!   `init_rate_mbps` is set; N counts the flows of either variant that had data ACKed in
 //!   the last 32-64 ms in the new flow's network namespace through its output device
-//!   (`timely::recent_senders`), C is `max_rate_mbps`;
+//!   (`timely::recent_senders`); C is `max_rate_mbps` or, with 0 (the default), the link
+//!   speed of its output device where the driver reports one, which a netdevice notifier
+//!   keeps (`LinkSpeeds`), else 10 Gbit/s;
 //! - entering fast recovery or a retransmission timeout halves the rate, once per episode,
 //!   unless the last RTT was below `loss_rtt_us` (T_high by default: below it the delay
 //!   law holds the queue, and a loss is not taken as congestion); but a completion whose
@@ -42,17 +44,19 @@
 //! `pacing_gain` the source of its RTT samples (1 hardware stamps, 2 software stamps,
 //! 3 the kernel's RTT, 0 none yet).
 
+use kernel::net::netdev::{Event, Notification, Notifier};
 use kernel::net::tcp::cong::{
     AckFlags, AckSample, Algorithm, CaState, DelaySource, Flags, Info, InfoSock, RateSample, Sock,
 };
 use kernel::prelude::*;
+use kernel::sync::barrier::{smp_mb, Read, Write};
 use kernel::sync::SetOnce;
 
 // Per-ACK CPU cost figures printed by the KUnit suite (shared with the other modules).
 #[cfg(CONFIG_KUNIT)]
 #[path = "kunit_cpu_cost.rs"]
 mod kunit_cpu_cost;
-use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 
 // The pure control laws, shared with the host tests; not every item is used here.
 #[allow(unreachable_pub, dead_code)]
@@ -64,6 +68,7 @@ use cc_core::timely::{self, Completion, Mode, Params, RttSource, Segmenter, Time
 kernel::module_tcp_cong! {
     algorithms: [TimelyCc<false>, TimelyCc<true>],
     check: check_params,
+    netdev_notifier: LinkSpeeds,
     name: "tcp_timely",
     authors: ["rfl-tcp-cc developers"],
     description: "TIMELY and patched TIMELY congestion control",
@@ -115,8 +120,8 @@ kernel::module_tcp_cong! {
             permissions: 0o444,
         },
         max_rate_mbps: u32 {
-            default: 10000,
-            description: "rate ceiling, the line rate (Mbit/s)",
+            default: 0,
+            description: "rate ceiling C, the line rate (Mbit/s); 0: the output device's link speed, else 10000",
             permissions: 0o444,
         },
         init_rate_mbps: u32 {
@@ -252,6 +257,118 @@ impl SenderSlot {
     }
 }
 
+/// The link speed of the devices TIMELY flows may leave through, per (network namespace,
+/// ifindex), as the netdevice notifier last read it ([`LinkSpeeds`]): `init` runs in
+/// softirq for a passive open, where the driver's speed (ethtool, under RTNL) cannot be
+/// read. Written under RTNL only (one writer at a time), read locklessly: each slot is a
+/// sequence-counted pair of words. A device that does not fit leaves its flows at the
+/// default C.
+struct LinkSlot {
+    /// Odd while the slot is being written.
+    seq: Atomic<u32>,
+    /// `net_cookie` of the device's namespace; 0 while free.
+    netns: Atomic<u64>,
+    /// The ifindex (high 32 bits) and link speed in Mbit/s (low 32 bits).
+    dev: Atomic<u64>,
+}
+
+/// 6 KB: devices with a known link speed a host may have.
+const LINK_SLOTS: usize = 256;
+
+static LINKS: [LinkSlot; LINK_SLOTS] = [const {
+    LinkSlot {
+        seq: Atomic::new(0),
+        netns: Atomic::new(0),
+        dev: Atomic::new(0),
+    }
+}; LINK_SLOTS];
+
+impl LinkSlot {
+    /// Writes the slot; the caller excludes other writers (RTNL).
+    fn write(&self, netns: u64, dev: u64) {
+        let seq = self.seq.load(Relaxed);
+        self.seq.store(seq.wrapping_add(1), Relaxed);
+        smp_mb(Write);
+        self.netns.store(netns, Relaxed);
+        self.dev.store(dev, Relaxed);
+        self.seq.store(seq.wrapping_add(2), Release);
+    }
+
+    /// A consistent `(netns, dev)` of the slot, retried while a writer is at it; `None` if
+    /// it never was consistent (the flow then takes the default C).
+    fn read(&self) -> Option<(u64, u64)> {
+        (0..4).find_map(|_| {
+            let seq = self.seq.load(Acquire);
+            let words = (self.netns.load(Relaxed), self.dev.load(Relaxed));
+            smp_mb(Read);
+            (seq & 1 == 0 && self.seq.load(Relaxed) == seq).then_some(words)
+        })
+    }
+
+    /// Slot order for a device: from its hash on, all of them (a removal leaves holes).
+    fn probe(netns: u64, ifindex: u32) -> impl Iterator<Item = &'static LinkSlot> {
+        let start = (netns ^ u64::from(ifindex)) as usize % LINK_SLOTS;
+        (0..LINK_SLOTS).map(move |i| &LINKS[(start + i) % LINK_SLOTS])
+    }
+
+    /// The known link speed of device `ifindex` of namespace `netns`.
+    fn speed_mbps(netns: u64, ifindex: u32) -> Option<u32> {
+        Self::probe(netns, ifindex).find_map(|slot| match slot.read()? {
+            (n, dev) if n == netns && (dev >> 32) as u32 == ifindex => Some(dev as u32),
+            _ => None,
+        })
+    }
+
+    /// Records device `ifindex` of `netns` at `speed_mbps`, or forgets it (`None`). Only
+    /// under RTNL (the notifier), or in tests that run one at a time.
+    fn set_speed(netns: u64, ifindex: u32, speed_mbps: Option<u32>) {
+        let dev_word = |speed: u32| (u64::from(ifindex) << 32) | u64::from(speed);
+        // Writers are serialised: a plain read of the slot's words is consistent.
+        let own = Self::probe(netns, ifindex).find(|slot| {
+            slot.netns.load(Relaxed) == netns && (slot.dev.load(Relaxed) >> 32) as u32 == ifindex
+        });
+        match (own, speed_mbps) {
+            (Some(slot), Some(speed)) => slot.write(netns, dev_word(speed)),
+            (Some(slot), None) => slot.write(0, 0),
+            (None, Some(speed)) => {
+                if let Some(slot) =
+                    Self::probe(netns, ifindex).find(|slot| slot.netns.load(Relaxed) == 0)
+                {
+                    slot.write(netns, dev_word(speed));
+                }
+            }
+            (None, None) => {}
+        }
+    }
+}
+
+/// Keeps [`LINKS`] up to date: a device's speed is read when it comes up and when its
+/// state changes (a carrier change, as a NIC that renegotiates its speed makes), and
+/// forgotten when it goes down or away. A speed changed without either (ethtool on a
+/// device whose carrier stays up, as tun's) is seen at the next one.
+struct LinkSpeeds;
+
+impl Notifier for LinkSpeeds {
+    fn notify(n: &Notification<'_>) {
+        let speed = match n.event() {
+            Event::Up | Event::Change => n.link_speed_mbps(),
+            Event::Down | Event::Unregister => None,
+        };
+        LinkSlot::set_speed(n.netns_cookie(), n.ifindex(), speed);
+    }
+}
+
+/// A flow's C: `max_rate_mbps`, or its output device's link speed where known.
+fn flow_c_mbps(sk: &Sock<'_>, p: &Params) -> u32 {
+    let link = || LinkSlot::speed_mbps(sk.netns_cookie(), sk.out_ifindex()?);
+    p.flow_c_mbps(if p.max_rate_mbps == 0 { link() } else { None })
+}
+
+/// The parameters of the socket's flow: its C (kept in its state since `init`) and MSS.
+fn flow_params(sk: &Sock<'_>, st: &State) -> Params {
+    params().for_flow(st.cc.c_mbps, sk.mss())
+}
+
 /// The slot key of the socket's namespace and output device.
 fn sender_key(sk: &Sock<'_>) -> u64 {
     timely::sender_key(sk.netns_cookie(), sk.out_ifindex().unwrap_or(0))
@@ -332,7 +449,8 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
     type Data = State;
 
     fn init(sk: &mut Sock<'_>, st: &mut State) {
-        let p = params().for_mss(sk.mss());
+        let p = params();
+        let p = p.for_flow(flow_c_mbps(sk, &p), sk.mss());
         // The clock now: an idle socket's last packet (`now_us`) may be long past. The
         // latter is never ahead of the clock but on KUnit's sockets, whose clock a test sets.
         let epoch = timely::sender_epoch(sk.clock_us().max(sk.now_us()));
@@ -345,7 +463,7 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
     }
 
     fn cong_control(sk: &mut Sock<'_>, st: &mut State, _ack: u32, f: AckFlags, rs: &RateSample) {
-        let p = params().for_mss(sk.mss());
+        let p = flow_params(sk, st);
         let epoch = timely::sender_epoch(sk.now_us());
         if rs.acked_sacked > 0 && st.counted_epoch != epoch + 1 {
             // Once per epoch: a hash, a probe and an atomic add.
@@ -392,7 +510,7 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
         // CWR lasts until the data in flight when it began is acknowledged: one window.
         st.ce_armed = new_state == CaState::Cwr;
         if in_loss_recovery(new_state) && !in_loss_recovery(sk.ca_state()) {
-            let p = params().for_mss(sk.mss());
+            let p = flow_params(sk, st);
             st.cc.on_loss(&p);
             Self::apply(sk, st, &p);
         }
@@ -400,7 +518,7 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
 
     fn tx_start(sk: &mut Sock<'_>, st: &mut State) {
         // Back from idle: the next segment's delivery rate must not span the gap.
-        let p = params().for_mss(sk.mss());
+        let p = flow_params(sk, st);
         if st.seg.on_tx_start(&p, sk.now_us(), st.cc.rate_bps) {
             // After an idle period the RTT history describes another path state.
             st.cc.restart_gradient();
@@ -499,6 +617,43 @@ mod tests {
 
     fn rate_bytes_per_sec(s: &mut TestSocket) -> u64 {
         s.sock().pacing_rate_bytes_per_sec()
+    }
+
+    #[test]
+    fn link_speeds_are_kept_per_namespace_and_device() {
+        // Namespace cookies no namespace of this boot has (they count from 1); under RTNL,
+        // as the notifier writes.
+        let (a, b) = (u64::MAX - 1, u64::MAX - 2);
+        kernel::net::netdev::with_rtnl(|| {
+            LinkSlot::set_speed(a, 3, Some(25_000));
+            LinkSlot::set_speed(b, 3, Some(1_000));
+            assert_eq!(LinkSlot::speed_mbps(a, 3), Some(25_000));
+            assert_eq!(LinkSlot::speed_mbps(b, 3), Some(1_000));
+            assert_eq!(LinkSlot::speed_mbps(a, 4), None);
+            // A new speed replaces the old; a device that goes down is forgotten.
+            LinkSlot::set_speed(a, 3, Some(10_000));
+            assert_eq!(LinkSlot::speed_mbps(a, 3), Some(10_000));
+            LinkSlot::set_speed(a, 3, None);
+            assert_eq!(LinkSlot::speed_mbps(a, 3), None);
+            assert_eq!(LinkSlot::speed_mbps(b, 3), Some(1_000));
+            // More devices than slots: those that do not fit are unknown (their flows take
+            // the default C), the others keep their speeds, and freed slots are reused.
+            let used = LINKS.iter().filter(|s| s.netns.load(Relaxed) != 0).count();
+            let n = LINK_SLOTS as u32 + 8;
+            (0..n).for_each(|i| LinkSlot::set_speed(a, 100 + i, Some(i + 1)));
+            let known = |i: u32| LinkSlot::speed_mbps(a, 100 + i) == Some(i + 1);
+            assert_eq!((0..n).filter(|&i| known(i)).count(), LINK_SLOTS - used);
+            assert_eq!(LinkSlot::speed_mbps(b, 3), Some(1_000));
+            LinkSlot::set_speed(b, 3, None);
+            LinkSlot::set_speed(a, 5000, Some(40_000));
+            assert_eq!(LinkSlot::speed_mbps(a, 5000), Some(40_000));
+            (0..n).for_each(|i| LinkSlot::set_speed(a, 100 + i, None));
+            LinkSlot::set_speed(a, 5000, None);
+            assert_eq!(
+                LINKS.iter().filter(|s| s.netns.load(Relaxed) != 0).count(),
+                used - 1
+            );
+        });
     }
 
     #[test]

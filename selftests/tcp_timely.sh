@@ -11,7 +11,10 @@
 #   kernel's RTT meanwhile, so not in every sample); with the receiver refusing it, only
 #   the kernel's RTT (pacing_gain:3);
 # - a new flow starts at C / (N + 1), N counting the flows that sent recently from its
-#   network namespace through its output device, and no others.
+#   network namespace through its output device, and no others;
+# - with max_rate_mbps=0 (the default), C is the link speed of the flow's output device as
+#   its driver reports it (tun: what ethtool set; veth: 10 Gbit/s), re-read when the
+#   device comes up or its carrier changes; 10 Gbit/s where none is reported (lo).
 #
 #   tcp_timely.sh MODULE.ko [PARAM=VALUE...]
 set -u
@@ -34,7 +37,7 @@ fi
 out=$(mktemp -d /run/selftest.XXXXXX)
 trap 'ns_cleanup; rm -rf "$out"' EXIT
 
-ktap_plan 21
+ktap_plan 26
 dmesg -C
 
 # rejects NAME PARAM=VALUE...: insmod must fail, and dmesg must name NAME and its range.
@@ -48,7 +51,7 @@ check "rejects beta_ppm=0" rejects beta_ppm beta_ppm=0
 check "rejects beta_ppm above 1000000" rejects beta_ppm beta_ppm=1000001
 check "rejects seg_bytes=0" rejects seg_bytes seg_bytes=0
 check "rejects seg_bytes above 64 KB" rejects seg_bytes seg_bytes=65537
-check "rejects max_rate_mbps=0" rejects max_rate_mbps max_rate_mbps=0
+check "rejects max_rate_mbps above 400000" rejects max_rate_mbps max_rate_mbps=400001
 check "insmod with the testbed parameters" insmod "$ko" "${mod_params[@]}"
 
 setup_dumbbell $RATE_MBIT $DELAY_US $QUEUE_PKTS && start_iperf_server || diag "dumbbell setup failed"
@@ -204,4 +207,63 @@ check "start: beside 3 flows on its path, C / (N + 1) with N in 1..3" \
 check "start: the same host's flows through another device do not count" test "$other_dev" -eq "$C"
 check "start: another namespace's flows do not count" test "$other_ns" -eq "$C"
 check "start: flows that stopped sending no longer count" test "$after" -eq "$C"
+
+# C from the link speed: reloaded with max_rate_mbps=0, the default. The module's
+# netdevice notifier reads a device's speed when it comes up and when its state changes.
+# tun reports the speed ethtool gave it; syn_rate.py's socket connects through tl0, where
+# nothing answers (SYN_SENT: TCP_CONGESTION there runs init, with the route's device).
+reload_link_c() {
+	local i
+	for i in $(seq 50); do rmmod tcp_timely 2>/dev/null && break; sleep 0.1; done
+	insmod "$ko" "${mod_params[@]/#max_rate_mbps=*/max_rate_mbps=0}" &&
+		test "$(cat /sys/module/tcp_timely/parameters/max_rate_mbps)" = 0
+}
+check "reload with max_rate_mbps=0 (C from the link)" reload_link_c
+cat > "$out/syn_rate.py" <<'PY'
+import socket, struct, sys
+s = socket.socket()
+s.setblocking(False)
+try:
+    s.connect((sys.argv[1], 5990))
+except BlockingIOError:
+    pass
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"timely")
+print(struct.unpack_from("Q", s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232), 104)[0] * 8)
+PY
+cat > "$out/tun_attach.py" <<'PY'
+# Attaches to the tun device argv[1] through the node argv[2] (its carrier goes on) and
+# holds it until killed.
+import fcntl, os, struct, sys, time
+fd = os.open(sys.argv[2], os.O_RDWR)
+TUNSETIFF, IFF_TUN, IFF_NO_PI = 0x400454CA, 0x0001, 0x1000
+fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", sys.argv[1].encode(), IFF_TUN | IFF_NO_PI))
+print("attached", flush=True)
+while True:
+    time.sleep(1)
+PY
+mknod "$out/tun" c 10 200
+ip -n $NS_CLI tuntap add dev tl0 mode tun
+ip netns exec $NS_CLI ethtool -s tl0 speed 2500 duplex full autoneg off
+ip -n $NS_CLI addr add 10.77.0.1/24 dev tl0
+ip -n $NS_CLI link set tl0 up
+tun_up=$(ip netns exec $NS_CLI python3 "$out/syn_rate.py" 10.77.0.2)
+ip netns exec $NS_SRV python3 "$out/listen.py" 5990 & listen_srv=$!
+ip netns exec $NS_CLI python3 "$out/listen.py" 5990 & listen_cli=$!
+sleep 0.5
+via_veth=$(start_rate $NS_CLI $SRV_ADDR)
+via_lo=$(start_rate $NS_CLI 10.10.1.1)
+kill $listen_srv $listen_cli 2>/dev/null
+# A new speed while the device stays up is read at its next state change: here the
+# carrier, which goes on when a process attaches (linkwatch reports it within a second).
+ip netns exec $NS_CLI ethtool -s tl0 speed 1000 duplex full autoneg off
+ip netns exec $NS_CLI python3 "$out/tun_attach.py" tl0 "$out/tun" > "$out/attach.log" & attach=$!
+sleep 2
+tun_change=$(ip netns exec $NS_CLI python3 "$out/syn_rate.py" 10.77.0.3)
+kill $attach 2>/dev/null
+diag "start rates with C from the link (Mbit/s): tun at 2500 $((tun_up / 1000000)), veth $((via_veth / 1000000)), lo $((via_lo / 1000000)), tun at 1000 after its carrier came on ($(cat "$out/attach.log")) $((tun_change / 1000000))"
+check "C: the link speed a device's driver reports (tun set to 2500 Mbit/s)" test "$tun_up" -eq 2500000000
+check "C: veth's 10 Gbit/s" test "$via_veth" -eq 10000000000
+check "C: 10 Gbit/s where the driver reports none (lo)" test "$via_lo" -eq 10000000000
+check "C: re-read at a state change (tun set to 1000 Mbit/s, then its carrier on)" \
+	test "$tun_change" -eq 1000000000
 ktap_finish

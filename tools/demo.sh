@@ -25,7 +25,7 @@ done
 echo "clock: $DEMO_CLOCK; algorithms: $ALGOS"
 t0=$SECONDS
 tools/uml-run.sh --timeout 900 "${clock[@]}" -- bash -c "
-	insmod rust/tcp_rust_reno.ko && insmod rust/tcp_timely.ko $TIMELY_PARAMS_100M &&
+	insmod rust/tcp_rust_reno.ko && insmod rust/tcp_timely.ko $TIMELY_PARAMS_DEMO &&
 		insmod rust/tcp_rust_dctcp.ko && insmod rust/tcp_dx.ko $DX_PARAMS_100M || exit 1
 	python3 tools/netbench.py --algos $ALGOS --json results/demo.json $*
 " | grep -v '^\['

@@ -60,7 +60,7 @@ def preset(which):
 
 
 def timely(which, events, mss=1448, others=0):
-    out = preset(which) + u32(mss) + u64(0) + u32(others)
+    out = preset(which) + u32(mss) + u64(0) + u32(others) + u8(0)  # no link speed
     for e in events:
         kind = e[0]
         if kind == "ack":  # ("ack", dt, packets, rtt, delayed, app_limited)
@@ -111,13 +111,16 @@ def timely_seeds():
 
 def params_seeds():
     return {
-        "paper": preset(PAPER) + u32(1448),
-        "1g": preset(P1G) + u32(1448),
-        "100m-floor-raised": preset(P100M) + u32(1448) + u32(3),
+        # No link speed (u8(0)), then the MSS.
+        "paper": preset(PAPER) + u8(0) + u32(1448),
+        "1g": preset(P1G) + u8(0) + u32(1448),
+        "100m-floor-raised": preset(P100M) + u8(0) + u32(1448) + u32(3),
+        # max_rate_mbps=0 (C from the link, the module's default) on a 1 Gbit/s link.
+        "paper-link-1g": u8(PAPER) + u32(0) + u8(9) + u8(1) + u32(1000) + u32(1448),
         # t_high_us=50 <= t_low_us: rejected, names t_high_us.
         "paper-bad-t-high": u8(PAPER) + u32(50) + u8(1),
-        # max_rate_mbps=0: rejected.
-        "paper-bad-max-rate": u8(PAPER) + u32(0) + u8(9),
+        # max_rate_mbps=400001: rejected.
+        "paper-bad-max-rate": u8(PAPER) + u32(400001) + u8(9),
     }
 
 

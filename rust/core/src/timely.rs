@@ -99,7 +99,9 @@ pub struct Params {
     pub hai_factor: u32,
     /// Rate floor.
     pub min_rate_kbps: u32,
-    /// Rate ceiling (the line rate).
+    /// Rate ceiling C, the line rate, for every flow; 0: each flow's own, its output
+    /// device's link speed where the kernel knows it, else [`DEFAULT_LINK_MBPS`] (see
+    /// [`Params::flow_c_mbps`]).
     pub max_rate_mbps: u32,
     /// Rate of a new flow; 0 starts at `max_rate_mbps`.
     pub init_rate_mbps: u32,
@@ -128,6 +130,9 @@ pub struct Params {
 pub const MAX_RTT_US: u32 = 10_000_000;
 /// Largest supported rate ceiling, 400 Gbit/s: keeps every product below 2^64.
 pub const MAX_RATE_MBPS: u32 = 400_000;
+/// C of a flow whose device's link speed is unknown (`lo`, most virtual devices), with
+/// `max_rate_mbps` 0: the papers' 10 Gbit/s.
+pub const DEFAULT_LINK_MBPS: u32 = 10_000;
 /// Largest segment: a TSO burst without BIG TCP.
 pub const MAX_SEG_BYTES: u32 = 65_536;
 /// Smallest fraction of the rate one decrease may leave.
@@ -177,16 +182,59 @@ impl Params {
     pub fn for_mss(&self, mss_bytes: u32) -> Params {
         // kbit/s = bits * 1000 / us, rounded up.
         let gap_floor_kbps = (u64::from(mss_bytes) * 8 * 1000).div_ceil(MAX_PACKET_GAP_US);
-        let gap_floor_kbps = gap_floor_kbps.min(u64::from(self.max_rate_mbps) * 1000) as u32;
+        let gap_floor_kbps = gap_floor_kbps.min(u64::from(self.c_mbps()) * 1000) as u32;
         Params {
             min_rate_kbps: self.min_rate_kbps.max(gap_floor_kbps),
             ..*self
         }
     }
 
-    /// Rate ceiling in bit/s.
+    /// C of a flow whose output device runs at `link_mbps` (`None`: the kernel does not
+    /// know): `max_rate_mbps` if set, else the link speed, never below the rate floor nor
+    /// above [`MAX_RATE_MBPS`].
+    pub fn flow_c_mbps(&self, link_mbps: Option<u32>) -> u32 {
+        match self.max_rate_mbps {
+            0 => link_mbps
+                .filter(|&m| m > 0)
+                .unwrap_or(DEFAULT_LINK_MBPS)
+                .clamp(self.min_rate_kbps.div_ceil(1000).max(1), MAX_RATE_MBPS),
+            c => c,
+        }
+    }
+
+    /// The parameters of a flow whose C is `c_mbps` ([`Params::flow_c_mbps`]; 0, as in a
+    /// state no `init` filled, as for an unknown link) and whose MSS is `mss_bytes` (see
+    /// [`Params::for_mss`]). Valid if `self` is.
+    pub fn for_flow(&self, c_mbps: u32, mss_bytes: u32) -> Params {
+        let p = match self.max_rate_mbps {
+            0 => {
+                // Within the flow's C, as validate() asks of a set C: the step and the
+                // initial rate.
+                let c_mbps = self.flow_c_mbps(Some(c_mbps));
+                Params {
+                    max_rate_mbps: c_mbps,
+                    delta_kbps: self.delta_kbps.min(c_mbps * 1000),
+                    init_rate_mbps: self.init_rate_mbps.min(c_mbps),
+                    ..*self
+                }
+            }
+            _ => *self,
+        };
+        p.for_mss(mss_bytes)
+    }
+
+    /// C in Mbit/s: `max_rate_mbps`, or with 0 (each flow its own, see
+    /// [`Params::for_flow`]) [`DEFAULT_LINK_MBPS`].
+    pub fn c_mbps(&self) -> u32 {
+        match self.max_rate_mbps {
+            0 => DEFAULT_LINK_MBPS,
+            c => c,
+        }
+    }
+
+    /// Rate ceiling in bit/s: C.
     pub fn max_rate_bps(&self) -> u64 {
-        u64::from(self.max_rate_mbps) * 1_000_000
+        u64::from(self.c_mbps()) * 1_000_000
     }
 
     /// Rate of a new flow in bit/s when `other_flows` flows of this controller are already
@@ -244,20 +292,20 @@ impl Params {
         check("rtt_ref_us", p.rtt_ref_us, 0, MAX_RTT_US)?;
         check("hai_threshold", p.hai_threshold, 1, 1000)?;
         check("hai_factor", p.hai_factor, 1, 100)?;
-        check("max_rate_mbps", p.max_rate_mbps, 1, MAX_RATE_MBPS)?;
+        check("max_rate_mbps", p.max_rate_mbps, 0, MAX_RATE_MBPS)?;
+        // With C from each flow's link (0), a flow's C is raised to the floor if need be.
+        let c_mbps = match p.max_rate_mbps {
+            0 => MAX_RATE_MBPS,
+            c => c,
+        };
         check(
             "min_rate_kbps",
             p.min_rate_kbps,
             1,
-            p.max_rate_mbps.saturating_mul(1000),
+            c_mbps.saturating_mul(1000),
         )?;
-        check(
-            "delta_kbps",
-            p.delta_kbps,
-            1,
-            p.max_rate_mbps.saturating_mul(1000),
-        )?;
-        check("init_rate_mbps", p.init_rate_mbps, 0, p.max_rate_mbps)?;
+        check("delta_kbps", p.delta_kbps, 1, c_mbps.saturating_mul(1000))?;
+        check("init_rate_mbps", p.init_rate_mbps, 0, c_mbps)?;
         check("seg_bytes", p.seg_bytes, 1, MAX_SEG_BYTES)?;
         check("line_rate_mbps", p.line_rate_mbps, 0, MAX_RATE_MBPS)?;
         check("rtt_window_bytes", p.rtt_window_bytes, 0, MAX_SEG_BYTES)?;
@@ -299,14 +347,22 @@ pub struct Timely {
     pub neg_gradients: u32,
     /// What the last update did.
     pub mode: u8,
+    /// This flow's C ([`Params::flow_c_mbps`]), for [`Params::for_flow`]: with
+    /// `max_rate_mbps` 0, the link speed of the flow's device when it started.
+    pub c_mbps: u32,
 }
 
+// The socket's private area holds it beside the segmenter and the module's state.
+const _: () = assert!(core::mem::size_of::<Timely>() == 40);
+
 impl Timely {
-    /// A controller starting at `initial_rate_bps` (clamped into the parameters' range).
+    /// A controller starting at `initial_rate_bps` (clamped into the parameters' range),
+    /// with the C of `p` (a flow's parameters, [`Params::for_flow`]).
     pub fn new(p: &Params, initial_rate_bps: u64) -> Timely {
         Timely {
             rate_bps: initial_rate_bps.clamp(p.min_rate_bps(), p.max_rate_bps()),
             mode: Mode::Start as u8,
+            c_mbps: p.c_mbps(),
             ..Timely::default()
         }
     }
@@ -862,7 +918,7 @@ mod tests {
             }
         );
         let bad = Params {
-            max_rate_mbps: 0,
+            max_rate_mbps: MAX_RATE_MBPS + 1,
             ..P
         };
         assert_eq!(bad.validate().unwrap_err().name, "max_rate_mbps");
@@ -1433,6 +1489,43 @@ mod tests {
         };
         assert_eq!(fixed.init_rate_bps(0), 300_000_000);
         assert_eq!(fixed.init_rate_bps(99), 300_000_000);
+    }
+
+    #[test]
+    fn c_comes_from_the_link_unless_max_rate_mbps_is_set() {
+        let auto = Params {
+            max_rate_mbps: 0,
+            ..P
+        };
+        assert_eq!(auto.validate(), Ok(()));
+        // Each flow its link's speed; the papers' 10 Gbit/s where the kernel does not know.
+        assert_eq!(auto.flow_c_mbps(Some(25_000)), 25_000);
+        assert_eq!(auto.flow_c_mbps(None), DEFAULT_LINK_MBPS);
+        assert_eq!(auto.flow_c_mbps(Some(0)), DEFAULT_LINK_MBPS);
+        // Never below the floor (10 Mbit/s in P), never above what the arithmetic allows.
+        assert_eq!(auto.flow_c_mbps(Some(1)), 10);
+        assert_eq!(auto.flow_c_mbps(Some(u32::MAX)), MAX_RATE_MBPS);
+        // A set max_rate_mbps is every flow's C, whatever the link.
+        assert_eq!(P.flow_c_mbps(Some(25_000)), P.max_rate_mbps);
+        // A flow's parameters carry its C: fair share, ceiling, and the state keeps it.
+        let flow = auto.for_flow(auto.flow_c_mbps(Some(1000)), 1448);
+        assert_eq!(flow.max_rate_bps(), 1_000_000_000);
+        assert_eq!(flow.init_rate_bps(3), 250_000_000);
+        let mut t = Timely::new(&flow, u64::MAX);
+        assert_eq!((t.rate_bps, t.c_mbps), (1_000_000_000, 1000));
+        assert_eq!(auto.for_flow(t.c_mbps, 1448), flow);
+        for _ in 0..100 {
+            t.on_completion(&flow, Variant::Original, 1, false);
+        }
+        assert_eq!(t.rate_bps, 1_000_000_000);
+        // Unresolved (a zeroed state's c_mbps 0), C is the default; nothing panics.
+        assert_eq!(auto.for_flow(0, 1448).max_rate_bps(), P.max_rate_bps());
+        assert_eq!(
+            auto.max_rate_bps(),
+            u64::from(DEFAULT_LINK_MBPS) * 1_000_000
+        );
+        // With a set C, the flow's parameters are the module's.
+        assert_eq!(P.for_flow(25_000, 1448), P.for_mss(1448));
     }
 
     /// An RTT sample as the abstraction hands it over: the kernel's `long` (-1 for none, as

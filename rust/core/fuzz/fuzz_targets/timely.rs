@@ -436,7 +436,10 @@ fn load(i: &mut Input, base: &Params, events: &mut usize) {
     let mut mss = i.u32();
     let mut now = i.u64();
     let others = i.u32();
-    let mut p = base.for_mss(mss);
+    // The flow's C: from its link's speed (any a driver may report, or none) if the
+    // module's max_rate_mbps is 0.
+    let c_mbps = base.flow_c_mbps(if i.bool() { Some(i.u32()) } else { None });
+    let mut p = base.for_flow(c_mbps, mss);
     let mut flows = [Variant::Original, Variant::Patched].map(|v| Flow::init(v, &p, others, now));
     while *events < MAX_EVENTS && !i.is_empty() {
         *events += 1;
@@ -475,7 +478,7 @@ fn load(i: &mut Input, base: &Params, events: &mut usize) {
             14 => {
                 // Path MTU changed: the floor follows the MSS.
                 mss = i.u32();
-                p = base.for_mss(mss);
+                p = base.for_flow(c_mbps, mss);
                 assert_eq!(p.validate(), Ok(()));
             }
             _ => {

@@ -11,7 +11,7 @@ use libfuzzer_sys::fuzz_target;
 use tcp_cc_core::fixed::PPM;
 use tcp_cc_core::timely::{
     cwnd_cap_pkts, Params, Timely, MAX_PACKET_GAP_US, MAX_RATE_MBPS, MAX_RTT_US, MAX_SEG_BYTES,
-    MIN_CWND_PKTS,
+    DEFAULT_LINK_MBPS, MIN_CWND_PKTS,
 };
 use tcp_cc_core_fuzz::{params, Input};
 
@@ -19,7 +19,12 @@ use tcp_cc_core_fuzz::{params, Input};
 /// from the values of the parameters the range depends on.
 fn table(p: &Params) -> [(&'static str, u32, u64, u64); 18] {
     let ppm = PPM;
-    let kbps = u64::from(p.max_rate_mbps) * 1000;
+    // max_rate_mbps 0: each flow's C from its link, at most MAX_RATE_MBPS.
+    let c_mbps = match p.max_rate_mbps {
+        0 => MAX_RATE_MBPS,
+        c => c,
+    };
+    let kbps = u64::from(c_mbps) * 1000;
     let rtt = u64::from(MAX_RTT_US);
     [
         ("t_low_us", p.t_low_us, 1, rtt - 1),
@@ -31,13 +36,8 @@ fn table(p: &Params) -> [(&'static str, u32, u64, u64); 18] {
         ("hai_threshold", p.hai_threshold, 1, 1000),
         ("hai_factor", p.hai_factor, 1, 100),
         ("min_rate_kbps", p.min_rate_kbps, 1, kbps),
-        ("max_rate_mbps", p.max_rate_mbps, 1, MAX_RATE_MBPS.into()),
-        (
-            "init_rate_mbps",
-            p.init_rate_mbps,
-            0,
-            p.max_rate_mbps.into(),
-        ),
+        ("max_rate_mbps", p.max_rate_mbps, 0, MAX_RATE_MBPS.into()),
+        ("init_rate_mbps", p.init_rate_mbps, 0, c_mbps.into()),
         ("seg_bytes", p.seg_bytes, 1, MAX_SEG_BYTES.into()),
         ("line_rate_mbps", p.line_rate_mbps, 0, MAX_RATE_MBPS.into()),
         ("patched_beta_ppm", p.patched_beta_ppm, 1, ppm),
@@ -57,7 +57,24 @@ fn out_of_range(v: u32, lo: u64, hi: u64) -> bool {
     u64::from(v) < lo || u64::from(v) > hi
 }
 
-fn check_valid(p: &Params, i: &mut Input) {
+fn check_valid(base: &Params, i: &mut Input) {
+    // A flow's parameters: C from the link when max_rate_mbps is 0 (any speed a driver
+    // may report, or none), else the set C whatever the link.
+    let link_mbps = if i.bool() { Some(i.u32()) } else { None };
+    let c_mbps = base.flow_c_mbps(link_mbps);
+    let flow = base.for_flow(c_mbps, 0);
+    assert_eq!(flow.validate(), Ok(()), "for_flow({c_mbps}) of {base:?}");
+    assert_eq!(flow.max_rate_mbps, c_mbps);
+    if base.max_rate_mbps == 0 {
+        let link = link_mbps.filter(|&m| m > 0).unwrap_or(DEFAULT_LINK_MBPS);
+        assert_eq!(c_mbps, link.clamp(base.min_rate_kbps.div_ceil(1000), MAX_RATE_MBPS));
+    } else {
+        assert_eq!(flow, base.for_mss(0));
+    }
+    check_flow(&flow, i);
+}
+
+fn check_flow(p: &Params, i: &mut Input) {
     let (lo, hi) = (p.min_rate_bps(), p.max_rate_bps());
     assert!(lo <= hi && hi <= u64::from(MAX_RATE_MBPS) * 1_000_000);
     assert!(p.delta_bps() <= hi);

@@ -189,8 +189,13 @@ pub fn raw_params(i: &mut Input) -> Params {
 pub fn valid_params(i: &mut Input) -> Params {
     let ppm = PPM as u32;
     let t_low_us = i.in_range(1, MAX_RTT_US - 1);
-    let max_rate_mbps = i.in_range(1, MAX_RATE_MBPS);
-    let kbps = max_rate_mbps * 1000;
+    // 0: each flow's C from its link, up to MAX_RATE_MBPS.
+    let max_rate_mbps = i.in_range(0, MAX_RATE_MBPS);
+    let c_mbps = match max_rate_mbps {
+        0 => MAX_RATE_MBPS,
+        c => c,
+    };
+    let kbps = c_mbps * 1000;
     Params {
         t_low_us,
         t_high_us: i.in_range(t_low_us + 1, MAX_RTT_US),
@@ -202,7 +207,7 @@ pub fn valid_params(i: &mut Input) -> Params {
         hai_factor: i.in_range(1, 100),
         min_rate_kbps: i.in_range(1, kbps),
         max_rate_mbps,
-        init_rate_mbps: i.in_range(0, max_rate_mbps),
+        init_rate_mbps: i.in_range(0, c_mbps),
         seg_bytes: i.in_range(1, MAX_SEG_BYTES),
         line_rate_mbps: i.in_range(0, MAX_RATE_MBPS),
         patched_beta_ppm: i.in_range(1, ppm),
