@@ -81,8 +81,10 @@ test-debug:
 
 # Its shortened form, which CI runs (tools/ci-debug.sh): KUnit and the selftests of the
 # paths the newest patches change (RC3; the delay-stamp option's hardware stamps and veth's
-# emulated NIC clock), without the host part, which does not depend on the kernel.
-DEBUG_SHORT_SELFTESTS := rc3 tcp_dx tstamp
+# emulated NIC clock; the netdevice notifier, under lockdep, through tun, veth and an
+# ops-locked dummy in tcp_timely), without the host part, which does not depend on the
+# kernel.
+DEBUG_SHORT_SELFTESTS := rc3 tcp_dx tstamp tcp_timely
 test-debug-short:
 	$(MAKE) test KERNEL_FLAVOR=debug SELFTESTS="$(DEBUG_SHORT_SELFTESTS)" RFL_HOST_TESTS=0
 

@@ -260,13 +260,16 @@ impl SenderSlot {
 /// The link speed of the devices TIMELY flows may leave through, per (network namespace,
 /// ifindex), as the netdevice notifier last read it ([`LinkSpeeds`]): `init` runs in
 /// softirq for a passive open, where the driver's speed (ethtool, under RTNL) cannot be
-/// read. Written under RTNL only (one writer at a time), read locklessly: each slot is a
-/// sequence-counted pair of words. A device that does not fit leaves its flows at the
-/// default C.
+/// read. Written by one writer at a time (the notifier, under RTNL), read locklessly: each
+/// slot is a sequence-counted pair of words. Open addressing from the key's hash: a lookup
+/// stops at a slot never used; a forgotten device leaves a tombstone that a new one reuses.
+/// A device that does not fit leaves its flows at the default C.
+struct LinkTable([LinkSlot; LINK_SLOTS]);
+
 struct LinkSlot {
     /// Odd while the slot is being written.
     seq: Atomic<u32>,
-    /// `net_cookie` of the device's namespace; 0 while free.
+    /// `net_cookie` of the device's namespace; [`SLOT_NEVER_USED`] or [`SLOT_FORGOTTEN`].
     netns: Atomic<u64>,
     /// The ifindex (high 32 bits) and link speed in Mbit/s (low 32 bits).
     dev: Atomic<u64>,
@@ -274,17 +277,14 @@ struct LinkSlot {
 
 /// 6 KB: devices with a known link speed a host may have.
 const LINK_SLOTS: usize = 256;
+/// Namespace cookies count from 1 at boot; these two are never reached.
+const SLOT_NEVER_USED: u64 = 0;
+const SLOT_FORGOTTEN: u64 = u64::MAX;
 
-static LINKS: [LinkSlot; LINK_SLOTS] = [const {
-    LinkSlot {
-        seq: Atomic::new(0),
-        netns: Atomic::new(0),
-        dev: Atomic::new(0),
-    }
-}; LINK_SLOTS];
+static LINKS: LinkTable = LinkTable::new();
 
 impl LinkSlot {
-    /// Writes the slot; the caller excludes other writers (RTNL).
+    /// Writes the slot; the caller excludes other writers.
     fn write(&self, netns: u64, dev: u64) {
         let seq = self.seq.load(Relaxed);
         self.seq.store(seq.wrapping_add(1), Relaxed);
@@ -295,7 +295,7 @@ impl LinkSlot {
     }
 
     /// A consistent `(netns, dev)` of the slot, retried while a writer is at it; `None` if
-    /// it never was consistent (the flow then takes the default C).
+    /// it never was consistent.
     fn read(&self) -> Option<(u64, u64)> {
         (0..4).find_map(|_| {
             let seq = self.seq.load(Acquire);
@@ -304,36 +304,66 @@ impl LinkSlot {
             (seq & 1 == 0 && self.seq.load(Relaxed) == seq).then_some(words)
         })
     }
+}
 
-    /// Slot order for a device: from its hash on, all of them (a removal leaves holes).
-    fn probe(netns: u64, ifindex: u32) -> impl Iterator<Item = &'static LinkSlot> {
-        let start = (netns ^ u64::from(ifindex)) as usize % LINK_SLOTS;
-        (0..LINK_SLOTS).map(move |i| &LINKS[(start + i) % LINK_SLOTS])
+impl LinkTable {
+    const fn new() -> Self {
+        LinkTable(
+            [const {
+                LinkSlot {
+                    seq: Atomic::new(0),
+                    netns: Atomic::new(SLOT_NEVER_USED),
+                    dev: Atomic::new(0),
+                }
+            }; LINK_SLOTS],
+        )
     }
 
-    /// The known link speed of device `ifindex` of namespace `netns`.
-    fn speed_mbps(netns: u64, ifindex: u32) -> Option<u32> {
-        Self::probe(netns, ifindex).find_map(|slot| match slot.read()? {
-            (n, dev) if n == netns && (dev >> 32) as u32 == ifindex => Some(dev as u32),
-            _ => None,
-        })
+    /// Slot order for a device: from its hash on, around the table once.
+    fn probe(&self, netns: u64, ifindex: u32) -> impl Iterator<Item = &LinkSlot> {
+        let start = (netns ^ u64::from(ifindex)) as usize % LINK_SLOTS;
+        (0..LINK_SLOTS).map(move |i| &self.0[(start + i) % LINK_SLOTS])
+    }
+
+    /// The known link speed of device `ifindex` of namespace `netns`. A slot a writer
+    /// holds throughout the retries ends the search (the device, being brought up or down
+    /// meanwhile, is unknown to this flow).
+    fn speed_mbps(&self, netns: u64, ifindex: u32) -> Option<u32> {
+        for slot in self.probe(netns, ifindex) {
+            match slot.read()? {
+                (SLOT_NEVER_USED, _) => return None,
+                (n, dev) if n == netns && (dev >> 32) as u32 == ifindex => return Some(dev as u32),
+                _ => {}
+            }
+        }
+        None
     }
 
     /// Records device `ifindex` of `netns` at `speed_mbps`, or forgets it (`None`). Only
-    /// under RTNL (the notifier), or in tests that run one at a time.
-    fn set_speed(netns: u64, ifindex: u32, speed_mbps: Option<u32>) {
+    /// from the notifier (RTNL serialises its calls), or on a table no notifier writes.
+    fn set_speed(&self, netns: u64, ifindex: u32, speed_mbps: Option<u32>) {
         let dev_word = |speed: u32| (u64::from(ifindex) << 32) | u64::from(speed);
-        // Writers are serialised: a plain read of the slot's words is consistent.
-        let own = Self::probe(netns, ifindex).find(|slot| {
-            slot.netns.load(Relaxed) == netns && (slot.dev.load(Relaxed) >> 32) as u32 == ifindex
-        });
+        // The one writer's own plain reads are consistent.
+        let mut free = None;
+        let mut own = None;
+        for slot in self.probe(netns, ifindex) {
+            let n = slot.netns.load(Relaxed);
+            if n == netns && (slot.dev.load(Relaxed) >> 32) as u32 == ifindex {
+                own = Some(slot);
+                break;
+            }
+            if n == SLOT_FORGOTTEN || n == SLOT_NEVER_USED {
+                free = free.or(Some(slot));
+            }
+            if n == SLOT_NEVER_USED {
+                break;
+            }
+        }
         match (own, speed_mbps) {
             (Some(slot), Some(speed)) => slot.write(netns, dev_word(speed)),
-            (Some(slot), None) => slot.write(0, 0),
+            (Some(slot), None) => slot.write(SLOT_FORGOTTEN, 0),
             (None, Some(speed)) => {
-                if let Some(slot) =
-                    Self::probe(netns, ifindex).find(|slot| slot.netns.load(Relaxed) == 0)
-                {
+                if let Some(slot) = free {
                     slot.write(netns, dev_word(speed));
                 }
             }
@@ -354,13 +384,13 @@ impl Notifier for LinkSpeeds {
             Event::Up | Event::Change => n.link_speed_mbps(),
             Event::Down | Event::Unregister => None,
         };
-        LinkSlot::set_speed(n.netns_cookie(), n.ifindex(), speed);
+        LINKS.set_speed(n.netns_cookie(), n.ifindex(), speed);
     }
 }
 
 /// A flow's C: `max_rate_mbps`, or its output device's link speed where known.
 fn flow_c_mbps(sk: &Sock<'_>, p: &Params) -> u32 {
-    let link = || LinkSlot::speed_mbps(sk.netns_cookie(), sk.out_ifindex()?);
+    let link = || LINKS.speed_mbps(sk.netns_cookie(), sk.out_ifindex()?);
     p.flow_c_mbps(if p.max_rate_mbps == 0 { link() } else { None })
 }
 
@@ -621,39 +651,41 @@ mod tests {
 
     #[test]
     fn link_speeds_are_kept_per_namespace_and_device() {
-        // Namespace cookies no namespace of this boot has (they count from 1); under RTNL,
-        // as the notifier writes.
-        let (a, b) = (u64::MAX - 1, u64::MAX - 2);
-        kernel::net::netdev::with_rtnl(|| {
-            LinkSlot::set_speed(a, 3, Some(25_000));
-            LinkSlot::set_speed(b, 3, Some(1_000));
-            assert_eq!(LinkSlot::speed_mbps(a, 3), Some(25_000));
-            assert_eq!(LinkSlot::speed_mbps(b, 3), Some(1_000));
-            assert_eq!(LinkSlot::speed_mbps(a, 4), None);
-            // A new speed replaces the old; a device that goes down is forgotten.
-            LinkSlot::set_speed(a, 3, Some(10_000));
-            assert_eq!(LinkSlot::speed_mbps(a, 3), Some(10_000));
-            LinkSlot::set_speed(a, 3, None);
-            assert_eq!(LinkSlot::speed_mbps(a, 3), None);
-            assert_eq!(LinkSlot::speed_mbps(b, 3), Some(1_000));
-            // More devices than slots: those that do not fit are unknown (their flows take
-            // the default C), the others keep their speeds, and freed slots are reused.
-            let used = LINKS.iter().filter(|s| s.netns.load(Relaxed) != 0).count();
-            let n = LINK_SLOTS as u32 + 8;
-            (0..n).for_each(|i| LinkSlot::set_speed(a, 100 + i, Some(i + 1)));
-            let known = |i: u32| LinkSlot::speed_mbps(a, 100 + i) == Some(i + 1);
-            assert_eq!((0..n).filter(|&i| known(i)).count(), LINK_SLOTS - used);
-            assert_eq!(LinkSlot::speed_mbps(b, 3), Some(1_000));
-            LinkSlot::set_speed(b, 3, None);
-            LinkSlot::set_speed(a, 5000, Some(40_000));
-            assert_eq!(LinkSlot::speed_mbps(a, 5000), Some(40_000));
-            (0..n).for_each(|i| LinkSlot::set_speed(a, 100 + i, None));
-            LinkSlot::set_speed(a, 5000, None);
-            assert_eq!(
-                LINKS.iter().filter(|s| s.netns.load(Relaxed) != 0).count(),
-                used - 1
-            );
-        });
+        // A table of its own: the module's is the notifier's, written under RTNL.
+        static T: LinkTable = LinkTable::new();
+        let used = || {
+            T.0.iter()
+                .filter(|s| s.netns.load(Relaxed) != SLOT_NEVER_USED)
+                .count()
+        };
+        let (a, b) = (1 << 40, (1 << 40) + LINK_SLOTS as u64);
+        T.set_speed(a, 3, Some(25_000));
+        T.set_speed(b, 3, Some(1_000));
+        assert_eq!(T.speed_mbps(a, 3), Some(25_000));
+        assert_eq!(T.speed_mbps(b, 3), Some(1_000));
+        assert_eq!(T.speed_mbps(a, 4), None);
+        // A new speed replaces the old; a device that goes down is forgotten, and the
+        // device after it in the probe order (b's, same hash) is still found.
+        T.set_speed(a, 3, Some(10_000));
+        assert_eq!(T.speed_mbps(a, 3), Some(10_000));
+        T.set_speed(a, 3, None);
+        assert_eq!(T.speed_mbps(a, 3), None);
+        assert_eq!(T.speed_mbps(b, 3), Some(1_000));
+        // The forgotten slot is reused by a device of the same hash, not a new one.
+        let c = a + 2 * LINK_SLOTS as u64;
+        T.set_speed(c, 3, Some(100));
+        assert_eq!((T.speed_mbps(c, 3), used()), (Some(100), 2));
+        // More devices than slots: those that do not fit are unknown (their flows take
+        // the default C), the others keep their speeds, and freed slots are reused.
+        let n = LINK_SLOTS as u32 + 8;
+        (0..n).for_each(|i| T.set_speed(a, 100 + i, Some(i + 1)));
+        let known = |i: u32| T.speed_mbps(a, 100 + i) == Some(i + 1);
+        assert_eq!((0..n).filter(|&i| known(i)).count(), LINK_SLOTS - 2);
+        assert_eq!(T.speed_mbps(a, 5000), None);
+        T.set_speed(b, 3, None);
+        T.set_speed(a, 5000, Some(40_000));
+        assert_eq!(T.speed_mbps(a, 5000), Some(40_000));
+        assert_eq!(T.speed_mbps(c, 3), Some(100));
     }
 
     #[test]

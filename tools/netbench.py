@@ -34,6 +34,7 @@ import nlsample
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIB = os.path.join(ROOT, "selftests", "lib.sh")
 FCTFLOW = os.path.join(ROOT, "tools", "fctflow.py")
+BULKFLOW = os.path.join(ROOT, "tools", "bulkflow.py")
 SRV = "10.10.2.2"
 # A mixed run's second address of the receiver: the flows of mix 1 connect to it.
 SRV_MIX1 = "10.10.2.3"
@@ -182,13 +183,19 @@ def split_algo(algo):
     +fq    the fq qdisc at the sender's egress (pacing for cubic and bbr, as their users
            run them);
     +kN    the bottleneck's ECN marking threshold at N packets instead of the scenario's;
-    +noecn the sender does not ask for ECN (net.ipv4.tcp_ecn=0; dctcp asks regardless)."""
+    +noecn the sender does not ask for ECN (net.ipv4.tcp_ecn=0; dctcp asks regardless);
+    +iwN   an initial congestion window of N packets (the sender's route's initcwnd, the
+           receiver's initrwnd), as a user who matches a window control's start to the
+           path's bandwidth-delay product would set it (TIMELY starts without slow start)."""
     base, _, extra = algo.partition("+")
     m = re.fullmatch(r"hw(\d*)", extra)
     cal = re.fullmatch(r"cal(\d+)", extra)
     jit = re.fullmatch(r"jit(\d+)", extra)
     loss = re.fullmatch(r"loss(\d+(?:\.\d+)?)", extra)
     k = re.fullmatch(r"k(\d+)", extra)
+    iw = re.fullmatch(r"iw(\d+)", extra)
+    if iw and int(iw.group(1)) > 0:
+        return base, {"init_cwnd": int(iw.group(1))}
     if extra == "fq":
         return base, {"fq": True}
     if k and int(k.group(1)) > 0:
@@ -209,7 +216,7 @@ def split_algo(algo):
         return base, {"loss_pct": float(loss.group(1))}
     if extra:
         sys.exit(f"error: unknown variant '+{extra}' in '{algo}' "
-                 "(+rc3, +hw[N], +rtt, +calN, +jitN, +lossP, +fq, +kN, +noecn)")
+                 "(+rc3, +hw[N], +rtt, +calN, +jitN, +lossP, +fq, +kN, +noecn, +iwN)")
     return base, {}
 
 
@@ -326,6 +333,12 @@ def run_scenario(sc, algo, log=print, rep=0):
         sh("tc -n cli qdisc replace dev c0 root fq")
     if variant.get("no_ecn"):
         sh("ip netns exec cli sysctl -qw net.ipv4.tcp_ecn=0")
+    if variant.get("init_cwnd"):
+        if len(ccs) > 1:
+            sys.exit(f"error: '{algo}': +iwN applies to the default route, not a mixed run's")
+        iw = variant["init_cwnd"]
+        sh(f"ip -n cli route change default via 10.10.1.2 initcwnd {iw}")
+        sh(f"ip -n srv route change default via 10.10.2.1 initrwnd {iw}")
     if sc.get("gso_max_segs"):
         # TCP's skbs of at most this many segments, for every algorithm: a hardware
         # transmit stamp reaches TCP only for an skb the driver gets whole.
@@ -374,7 +387,19 @@ def run_scenario(sc, algo, log=print, rep=0):
         # delay-stamp option on every connect from the sender instead (dx runs only).
         sh("ip netns exec cli sysctl -qw net.ipv4.tcp_delay_stamps=2")
     uniform = len(set(flows)) == 1 and len(ccs) == 1
-    for i in range(1 if uniform else len(flows)):
+    # "preconnect": every connection established before any flow sends (tools/bulkflow.py)
+    # instead of one iperf3 per flow connecting at its start.
+    preconnect = sc.get("preconnect", False)
+    bulk_srv = None
+    if preconnect:
+        if len(ccs) > 1 or sc.get("class_queues"):
+            sys.exit("error: preconnect supports neither mixed controls nor class queues")
+        bulk_srv = subprocess.Popen(
+            ["ip", "netns", "exec", "srv", "python3", BULKFLOW, "server", "--port",
+             str(BASE_PORT), "--count", str(len(flows))],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        bulk_srv.stdout.readline()  # "listening"
+    for i in range(0 if preconnect else 1 if uniform else len(flows)):
         sh(f"ip netns exec srv iperf3 -s -D -1 -p {BASE_PORT + i}")
     time.sleep(0.2)
     idle_rtt = sh(f"ip netns exec cli ping -c 3 -i 0.05 -q {SRV}", check=False).stdout
@@ -420,6 +445,22 @@ def run_scenario(sc, algo, log=print, rep=0):
 
     if not flows:
         per_flow = []  # a workload alone (the RC3 flow-completion scenarios)
+    elif preconnect:
+        schedule = [[flow_cc[i], a, b] for i, (a, b) in enumerate(flows)]
+        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+            bulk_out = f.name
+        out = sh(f"ip netns exec cli timeout {int(max(b for _, b in flows) + 30)} python3 "
+                 f"{BULKFLOW} client --dst {SRV} --port {BASE_PORT} --t0 {t0} "
+                 f"--schedule '{json.dumps(schedule)}' --out {bulk_out}", check=False)
+        bulk_srv.kill()
+        try:
+            per_flow = json.load(open(bulk_out))
+        except (OSError, ValueError) as e:
+            per_flow = [{"error": f"bulkflow: {e}: {(out.stdout + out.stderr)[-200:]}"}]
+        finally:
+            os.unlink(bulk_out)
+        if out.stderr:
+            log(out.stderr.strip())
     elif uniform:
         # One flow set for the whole run: one iperf3 with parallel streams, so that all
         # start together even where process start-up is slow (the guest's normal clock).

@@ -26,6 +26,7 @@ class SplitAlgo(unittest.TestCase):
         self.assertEqual(netbench.split_algo("bbr+fq"), ("bbr", {"fq": True}))
         self.assertEqual(netbench.split_algo("dctcp+k20"), ("dctcp", {"ecn_k": 20}))
         self.assertEqual(netbench.split_algo("timely+noecn"), ("timely", {"no_ecn": True}))
+        self.assertEqual(netbench.split_algo("cubic+iw17"), ("cubic", {"init_cwnd": 17}))
 
     def test_mixed_runs(self):
         self.assertEqual(netbench.split_mix("timely_patched/dctcp+k20"),
@@ -39,7 +40,8 @@ class SplitAlgo(unittest.TestCase):
                           "share_by_cc": {"timely": 30.0, "cubic": 70.0}})
 
     def test_unknown_variant_names_the_known_ones(self):
-        for bad in ("timely+jit", "cubic+loss", "cubic+lossx", "cubic+fast", "dctcp+k0"):
+        for bad in ("timely+jit", "cubic+loss", "cubic+lossx", "cubic+fast", "dctcp+k0",
+                    "cubic+iw0", "cubic+iw"):
             with self.assertRaises(SystemExit) as e:
                 netbench.split_algo(bad)
             self.assertIn("+jitN, +lossP", str(e.exception.code))

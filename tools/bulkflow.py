@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Long flows over connections established before any of them sends (the bench's
+"preconnect" scenarios).
+
+    bulkflow.py server --port 5201 --count 64
+    bulkflow.py client --dst 10.10.2.2 --port 5201 --schedule '[[cc, start_s, stop_s], ...]'
+                       --t0 T --out flows.json
+
+One iperf3 per flow connects when its flow starts; with many flows starting within a few
+milliseconds, the first ones fill the bottleneck's queue and the SYNs of the others are
+dropped and wait out the 1 s SYN timeout (64 flows took up to 2.5 s to connect). Here the
+client opens every connection first (flow i to port + i, its congestion control chosen
+before connect(), so ECN is negotiated as the control asks), sends nothing until each
+flow's start, CLOCK_MONOTONIC `t0 + start_s` (the caller's clock origin), and sends as fast
+as the socket takes data until `t0 + stop_s`. It writes, per flow, the control the socket
+used, its start and stop, bytes ACKed (tcp_info), retransmissions and mean rate.
+
+The server discards what arrives, one event loop for every connection.
+"""
+import argparse
+import json
+import selectors
+import socket
+import struct
+import sys
+import threading
+import time
+
+CHUNK = 64 * 1024
+# struct tcp_info offsets (include/uapi/linux/tcp.h).
+TCPI_TOTAL_RETRANS, TCPI_BYTES_ACKED, TCPI_LEN = 100, 120, 232
+
+
+def serve(port, count):
+    sel = selectors.DefaultSelector()
+    for p in range(port, port + count):
+        ls = socket.create_server(("", p), backlog=16)
+        ls.setblocking(False)
+        sel.register(ls, selectors.EVENT_READ, "listen")
+    print("listening", flush=True)
+    while True:
+        for key, _ in sel.select():
+            s = key.fileobj
+            if key.data == "listen":
+                conn, _ = s.accept()
+                conn.setblocking(False)
+                sel.register(conn, selectors.EVENT_READ, "data")
+                continue
+            try:
+                data = s.recv(1 << 20)
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                sel.unregister(s)
+                s.close()
+
+
+def run_flow(s, t0, start_s, stop_s, result):
+    payload = bytes(CHUNK)
+    now = time.monotonic()
+    if t0 + start_s > now:
+        time.sleep(t0 + start_s - now)
+    result["start_s"] = round(max(start_s, time.monotonic() - t0), 4)
+    # A blocking send returns once the send buffer took part of the chunk: the flow sends
+    # as fast as its congestion control lets it, and checks the clock at least that often.
+    s.settimeout(0.05)
+    while time.monotonic() < t0 + stop_s:
+        try:
+            s.send(payload)
+        except socket.timeout:
+            pass
+    info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCPI_LEN)
+    result["stop_s"] = stop_s
+    result["retransmits"] = struct.unpack_from("I", info, TCPI_TOTAL_RETRANS)[0]
+    result["bytes"] = struct.unpack_from("Q", info, TCPI_BYTES_ACKED)[0]
+    result["mbps"] = result["bytes"] * 8 / max(stop_s - result["start_s"], 1e-3) / 1e6
+    s.close()
+
+
+def client(dst, port, schedule, t0, out):
+    socks, results = [], []
+    for i, (cc, start_s, stop_s) in enumerate(schedule):
+        s = socket.socket()
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+        s.connect((dst, port + i))
+        used = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16)
+        socks.append(s)
+        results.append({"cc": used.split(b"\0", 1)[0].decode()})
+    late = time.monotonic() - t0 - min(start for _, start, _ in schedule)
+    if late > 0:
+        print(f"bulkflow: connections ready {late:.3f} s after the first start", file=sys.stderr)
+    threads = [threading.Thread(target=run_flow, args=(s, t0, a, b, r))
+               for s, (_, a, b), r in zip(socks, schedule, results)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    with open(out, "w") as f:
+        json.dump(results, f)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    srv = sub.add_parser("server")
+    srv.add_argument("--port", type=int, required=True)
+    srv.add_argument("--count", type=int, required=True)
+    cli = sub.add_parser("client")
+    cli.add_argument("--dst", required=True)
+    cli.add_argument("--port", type=int, required=True)
+    cli.add_argument("--schedule", required=True, help="JSON [[cc, start_s, stop_s], ...]")
+    cli.add_argument("--t0", type=float, required=True, help="CLOCK_MONOTONIC origin, s")
+    cli.add_argument("--out", required=True)
+    a = p.parse_args()
+    if a.cmd == "server":
+        serve(a.port, a.count)
+    else:
+        client(a.dst, a.port, json.loads(a.schedule), a.t0, a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
