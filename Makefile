@@ -82,9 +82,9 @@ test-debug:
 # Its shortened form, which CI runs (tools/ci-debug.sh): KUnit and the selftests of the
 # paths the newest patches change (RC3; the delay-stamp option's hardware stamps and veth's
 # emulated NIC clock; the netdevice notifier, under lockdep, through tun, veth and an
-# ops-locked dummy in tcp_timely), without the host part, which does not depend on the
-# kernel.
-DEBUG_SHORT_SELFTESTS := rc3 tcp_dx tstamp tcp_timely
+# ops-locked dummy in tcp_timely; malformed SACK, ACK and option input from a scripted
+# peer in cc_packets), without the host part, which does not depend on the kernel.
+DEBUG_SHORT_SELFTESTS := rc3 tcp_dx tstamp tcp_timely cc_packets
 test-debug-short:
 	$(MAKE) test KERNEL_FLAVOR=debug SELFTESTS="$(DEBUG_SHORT_SELFTESTS)" RFL_HOST_TESTS=0
 

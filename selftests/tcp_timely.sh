@@ -171,8 +171,13 @@ diag "option refused: sources '$(ss_sources "$out/ss.refused")', $(cat "$out/sam
 
 # The fair-share start. A TIMELY socket that connects and sends nothing keeps its start
 # rate; idle.py prints its pacing rate (bit/s, tcp_info), which is TIMELY's rate.
+# With a third argument, it connects only once that file exists: started before the flows,
+# its start-up (seconds of CPU on the debug kernel's one CPU, which starve the flows of
+# their ACKs for longer than the 64 ms a sender counts for) is over when it connects.
 cat > "$out/idle.py" <<'PY'
-import socket, struct, sys, time
+import os, socket, struct, sys, time
+while len(sys.argv) > 3 and not os.path.exists(sys.argv[3]):
+    time.sleep(0.01)
 s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"timely")
 time.sleep(0.05)
@@ -190,10 +195,26 @@ ip netns exec $NS_CLI python3 "$out/listen.py" 5990 & listen_cli=$!
 sleep 0.5
 C=$(( $(cat /sys/module/tcp_timely/parameters/max_rate_mbps) * 1000000 ))
 start_rate() { ip netns exec "$1" python3 "$out/idle.py" "$2" 5990; }
-# Three flows send from cli through c0 for 3 s; the new sockets start 1 s in.
-ip netns exec $NS_CLI iperf3 -c $SRV_ADDR -t 3 -P 3 -C timely >/dev/null 2>&1 & flows=$!
-sleep 1
-same_path=$(start_rate $NS_CLI $SRV_ADDR)
+# Three flows send from cli through c0 for 3 s (10 s on the debug kernel, where iperf3
+# takes seconds to start); the new sockets start once all three have data ACKed.
+start_flows_s=3
+debug_kernel && start_flows_s=10
+ip netns exec $NS_CLI python3 "$out/idle.py" $SRV_ADDR 5990 "$out/go" > "$out/same_path" &
+same_path_pid=$!
+ip netns exec $NS_CLI iperf3 -c $SRV_ADDR -t $start_flows_s -P 3 -C timely >/dev/null 2>&1 & flows=$!
+for i in $(seq 100); do
+	sending=$(ip netns exec $NS_CLI chrt -f 10 ss -tin state established dst $SRV_ADDR |
+		grep -c 'bytes_acked:[0-9]\{6,\}')
+	[ "$sending" -ge 3 ] && break
+	sleep 0.1
+done
+# ss ran at real-time priority, most of a second on the debug kernel: the flows send again
+# before the new socket counts them.
+sleep 0.5
+touch "$out/go"
+wait $same_path_pid
+diag "flows sending when the new socket started: $sending, after $i polls"
+same_path=$(cat "$out/same_path")
 other_dev=$(start_rate $NS_CLI 10.10.1.1)      # cli to itself: through lo
 other_ns=$(start_rate $NS_SRV 10.10.1.1)       # srv, which only receives, through s0
 wait $flows
