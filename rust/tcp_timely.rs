@@ -319,18 +319,29 @@ impl LinkTable {
         )
     }
 
+    /// A device's first slot: a multiplicative hash of both keys (consecutive cookies and
+    /// ifindexes spread over the table).
+    fn start(netns: u64, ifindex: u32) -> usize {
+        let key = netns ^ (u64::from(ifindex) << 32 | u64::from(ifindex));
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize % LINK_SLOTS
+    }
+
     /// Slot order for a device: from its hash on, around the table once.
     fn probe(&self, netns: u64, ifindex: u32) -> impl Iterator<Item = &LinkSlot> {
-        let start = (netns ^ u64::from(ifindex)) as usize % LINK_SLOTS;
+        let start = Self::start(netns, ifindex);
         (0..LINK_SLOTS).map(move |i| &self.0[(start + i) % LINK_SLOTS])
     }
 
-    /// The known link speed of device `ifindex` of namespace `netns`. A slot a writer
-    /// holds throughout the retries ends the search (the device, being brought up or down
-    /// meanwhile, is unknown to this flow).
+    /// The known link speed of device `ifindex` of namespace `netns`. A slot a writer holds
+    /// throughout the retries is passed over: a slot being written never becomes a
+    /// never-used one, so only a device in that very slot can be missed (it is being
+    /// brought up or down meanwhile; the flow takes the default C).
     fn speed_mbps(&self, netns: u64, ifindex: u32) -> Option<u32> {
         for slot in self.probe(netns, ifindex) {
-            match slot.read()? {
+            let Some(words) = slot.read() else {
+                continue;
+            };
+            match words {
                 (SLOT_NEVER_USED, _) => return None,
                 (n, dev) if n == netns && (dev >> 32) as u32 == ifindex => return Some(dev as u32),
                 _ => {}
@@ -651,14 +662,25 @@ mod tests {
 
     #[test]
     fn link_speeds_are_kept_per_namespace_and_device() {
-        // A table of its own: the module's is the notifier's, written under RTNL.
+        // A table of its own: the module's is the notifier's, written under RTNL. Emptied
+        // first, for a second run of the suite in the same boot.
         static T: LinkTable = LinkTable::new();
+        for slot in &T.0 {
+            slot.write(SLOT_NEVER_USED, 0);
+        }
         let used = || {
             T.0.iter()
                 .filter(|s| s.netns.load(Relaxed) != SLOT_NEVER_USED)
                 .count()
         };
-        let (a, b) = (1 << 40, (1 << 40) + LINK_SLOTS as u64);
+        // Three namespaces whose device 3 has the same first slot.
+        let a = 1 << 40;
+        let mut same_start =
+            (a + 1..).filter(|&k| LinkTable::start(k, 3) == LinkTable::start(a, 3));
+        let (b, c) = (
+            same_start.next().unwrap_or(0),
+            same_start.next().unwrap_or(0),
+        );
         T.set_speed(a, 3, Some(25_000));
         T.set_speed(b, 3, Some(1_000));
         assert_eq!(T.speed_mbps(a, 3), Some(25_000));
@@ -672,7 +694,6 @@ mod tests {
         assert_eq!(T.speed_mbps(a, 3), None);
         assert_eq!(T.speed_mbps(b, 3), Some(1_000));
         // The forgotten slot is reused by a device of the same hash, not a new one.
-        let c = a + 2 * LINK_SLOTS as u64;
         T.set_speed(c, 3, Some(100));
         assert_eq!((T.speed_mbps(c, 3), used()), (Some(100), 2));
         // More devices than slots: those that do not fit are unknown (their flows take
