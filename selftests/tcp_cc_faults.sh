@@ -335,17 +335,19 @@ every_flow_progressed() {
 		{ echo "${n:-?} flows without a byte acked; errors: ${errors:-none}"; return 1; }
 }
 check "every flow made progress (bytes acked > 0 each)" every_flow_progressed
-# A stall is a flow whose sender gave up: data outstanding at half time, and for the whole
-# second half neither an ACK for more of it nor a retransmission. Waiting out timeouts is
-# not a stall (each timeout retransmits); heavy loss at the shared bottleneck can make a
-# flow wait seconds for its ACKs (the longest wait is reported above).
+# A stall is a flow whose sender gave up: data outstanding at the end, and neither an ACK
+# for more of it nor a retransmission for longer than its own retransmission timeout
+# (backoff included, read from tcp_info) allows. Waiting out timeouts is not a stall (each
+# timeout retransmits); heavy loss at the shared bottleneck can make a flow wait seconds
+# for its ACKs (the longest wait is reported above). Judged against the half run instead,
+# one RC3 flow of 200 in backoff (its timeout at 1.6 s after four in a row) failed CI.
 no_stall() {
 	local n
-	n=$(json "$out/flows.json" "d['stalled_second_half']")
+	n=$(json "$out/flows.json" "d['stalled']")
 	[ "${n:-1}" = 0 ] ||
-		{ echo "${n:-?} flows had data outstanding at half time, and after it no ACK and no retransmission"; return 1; }
+		{ echo "${n:-?} flows with data outstanding and no ACK or retransmission beyond their timeout"; return 1; }
 }
-check "no flow stalled (data outstanding at half time: ACKed or retransmitted by the end)" no_stall
+check "no flow stalled (data outstanding, and no ACK or retransmission for longer than its timeout allows)" no_stall
 diag "flows with data outstanding at half time and no ACK for it by the end (waiting out timeouts): $(json "$out/flows.json" "d['no_ack_second_half']")"
 # Aborted flows release their controls at once; give the server a moment to read the RSTs.
 sleep 1
@@ -544,7 +546,7 @@ if [ -n "$rc3_ko" ]; then
 		local connected n stalled
 		connected=$(json "$out/rc3.flows.json" "d['connected']")
 		n=$(json "$out/rc3.flows.json" "d['no_progress']")
-		stalled=$(json "$out/rc3.flows.json" "d['stalled_second_half']")
+		stalled=$(json "$out/rc3.flows.json" "d['stalled']")
 		[ "${connected:-0}" = $RC3_FLOWS ] && [ "${n:-1}" = 0 ] && [ "${stalled:-1}" = 0 ] &&
 			[ $rc3_flows_status = 0 ] ||
 			{ echo "connected ${connected:-?}, ${n:-?} without progress, ${stalled:-?} stalled;" \

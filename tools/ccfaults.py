@@ -30,8 +30,8 @@ guest a write costs up to milliseconds, so a round over 1000 sockets is slow); r
 flow's tcpi_bytes_acked (data the receiver acknowledged) from an inet_diag dump every
 --sample-s, and ends the flows with RST. Figures: bytes acked per flow, flows without
 any, the longest time a flow waited for an ACK with data outstanding, and the flows
-stalled in the second half (data outstanding at half time, no ACK and no retransmission
-after).
+stalled (data outstanding at the end with neither an ACK nor a retransmission for longer
+than the flow's retransmission timeout, backoff included, allows: its timer did not fire).
 
 transfer: sends --bytes of random data under one control, checks the receiver's SHA-256.
 If the transfer has not ended after --budget seconds it is aborted: the progress is what
@@ -70,6 +70,7 @@ CHUNK = 64 * 1024
 REPLY_MAX = 128
 FLAP_SNDBUF = 64 * 1024  # the kernel doubles it
 # struct tcp_info offsets (include/uapi/linux/tcp.h)
+TI_RTO = 8
 TI_TOTAL_RETRANS = 100
 TI_BYTES_ACKED = 120
 TI_LEN = 232
@@ -163,7 +164,8 @@ class DiagSampler:
         self.seq = 0
 
     def sample(self):
-        """{local port: (bytes acked, total retransmits)}."""
+        """{local port: (bytes acked, total retransmits, retransmission timeout in s)}; the
+        timeout is the current one, backoff included (icsk_rto)."""
         self.seq += 1
         req = struct.pack("BBBxI", socket.AF_INET, socket.IPPROTO_TCP,
                           1 << (INET_DIAG_INFO - 1), 1 << TCP_ESTABLISHED) + bytes(48)
@@ -194,7 +196,8 @@ class DiagSampler:
                     if atype == INET_DIAG_INFO and alen - 4 >= TI_BYTES_ACKED + 8:
                         (retrans,) = struct.unpack_from("I", msg, aoff + 4 + TI_TOTAL_RETRANS)
                         (acked,) = struct.unpack_from("Q", msg, aoff + 4 + TI_BYTES_ACKED)
-                        out[sport] = (data_acked(acked), retrans)
+                        (rto_us,) = struct.unpack_from("I", msg, aoff + 4 + TI_RTO)
+                        out[sport] = (data_acked(acked), retrans, rto_us / 1e6)
                     aoff += (alen + 3) & ~3
 
 
@@ -505,6 +508,10 @@ def flows(a):
     retrans = [0] * n
     stall = [0.0] * n  # longest time with data waiting and no ACK progress
     last_progress = [0.0] * n
+    # Last ACK progress or retransmission, and the timeout (backoff included) then.
+    last_event = [0.0] * n
+    rto = [0.0] * n
+    last_sample_t = 0.0
     t0 = time.monotonic()
     next_sample = t0 + a.sample_s
     end = t0 + a.seconds
@@ -514,7 +521,8 @@ def flows(a):
 
     def take_sample(now):
         nonlocal samples, sample_time, missing, mid_acked, mid_written, mid_retrans
-        t = now - t0
+        nonlocal last_sample_t
+        t = last_sample_t = now - t0
         samples += 1
         try:
             got = sampler.sample()
@@ -522,14 +530,16 @@ def flows(a):
             res["errors"].append(f"inet_diag: {errname(e)}: {e}")
             got = {}
         for i in range(n):
-            b, r = got.get(port_of[i], (None, None))
+            b, r, rto_s = got.get(port_of[i], (None, None, None))
             if b is None:
                 missing += 1
                 continue
-            retrans[i] = r
+            if r != retrans[i]:
+                last_event[i] = t
+            retrans[i], rto[i] = r, rto_s
             if b > acked[i] or written[i] <= b:  # progress, or nothing waiting for an ACK
                 acked[i] = max(acked[i], b)
-                last_progress[i] = t
+                last_progress[i] = last_event[i] = t
             stall[i] = max(stall[i], t - last_progress[i])
         if mid_acked is None and t >= a.seconds / 2:
             mid_acked = list(acked)
@@ -582,10 +592,14 @@ def flows(a):
     res["bytes_max"] = max(acked) if acked else 0
     res["no_progress"] = sum(1 for b in acked if b == 0)
     res["stall_max_s"] = round(max(stall), 2) if stall else 0
-    # Stalled: data was waiting for an ACK at half time, and by the end none came and the
-    # sender did not even retransmit. A flow in timeout backoff retransmits at every
-    # timeout; only one whose timeout has grown beyond the half run (five or more timeouts
-    # in a row) could look stalled, so such flows are also counted apart.
+    # Stalled: data waiting for an ACK at the end, and neither an ACK nor a retransmission
+    # for longer than the flow's own retransmission timeout (backoff included) allows, with
+    # two sampling periods and half a second of slack: its timer did not fire. (A flow
+    # silent for the whole second half is not stalled when its timeout, doubled by each
+    # timeout in a row under heavy loss, is longer: 1.6 s after four.)
+    res["stalled"] = sum(
+        1 for i in range(n) if written[i] > acked[i]
+        and last_sample_t - last_event[i] > rto[i] + 2 * a.sample_s + 0.5)
     res["stalled_second_half"] = sum(
         1 for i in range(n) if mid_acked is not None
         and mid_written[i] > mid_acked[i] and acked[i] == mid_acked[i]
