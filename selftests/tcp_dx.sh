@@ -128,8 +128,16 @@ for ns in $NS_CLI $NS_SRV; do ip netns exec $ns sysctl -qw net.ipv4.tcp_delay_st
 run calibrated dx
 check "calibrated: dx carries traffic (>= $((MIN_BPS / 1000)) kbit/s)" throughput calibrated
 diag "calibrated: $(throughput calibrated 2>&1), samples $(delta calibrated TCPDelayStampSample 2), stamps moved $(delta calibrated TCPDelayStampCalibrated 2)/$(delta calibrated TCPDelayStampCalibrated 3), bad $(delta calibrated TCPDelayStampBad 2)/$(delta calibrated TCPDelayStampBad 3) (cli/srv)"
-check "calibrated: stamps moved at the sender and at the receiver" \
-	test "$(delta calibrated TCPDelayStampCalibrated 2)" -gt 0 -a "$(delta calibrated TCPDelayStampCalibrated 3)" -gt 0
+# The sender's segments of a GSO skb share one stamp: moved on any kernel. At the receiver
+# stamps move only where arrivals came closer than 1.2 us, and the debug kernel's work per
+# packet (KASAN) spaces them further apart (0 moved of 407 samples in a CI run): there only
+# the sender's are required.
+calibrated_moved() {
+	test "$(delta calibrated TCPDelayStampCalibrated 2)" -gt 0 || return 1
+	debug_kernel || test "$(delta calibrated TCPDelayStampCalibrated 3)" -gt 0
+}
+check "calibrated: stamps moved at the sender and (but on the debug kernel) at the receiver" \
+	calibrated_moved
 check "calibrated: samples still come, none bad" \
 	test "$(delta calibrated TCPDelayStampSample 2)" -gt 100 -a "$(delta calibrated TCPDelayStampBad 2)" -eq 0 \
 	-a "$(delta calibrated TCPDelayStampBad 3)" -eq 0
