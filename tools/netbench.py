@@ -333,12 +333,8 @@ def run_scenario(sc, algo, log=print, rep=0):
         sh("tc -n cli qdisc replace dev c0 root fq")
     if variant.get("no_ecn"):
         sh("ip netns exec cli sysctl -qw net.ipv4.tcp_ecn=0")
-    if variant.get("init_cwnd"):
-        if len(ccs) > 1:
-            sys.exit(f"error: '{algo}': +iwN applies to the default route, not a mixed run's")
-        iw = variant["init_cwnd"]
-        sh(f"ip -n cli route change default via 10.10.1.2 initcwnd {iw}")
-        sh(f"ip -n srv route change default via 10.10.2.1 initrwnd {iw}")
+    if variant.get("init_cwnd") and len(ccs) > 1:
+        sys.exit(f"error: '{algo}': +iwN applies to the default route, not a mixed run's")
     if sc.get("gso_max_segs"):
         # TCP's skbs of at most this many segments, for every algorithm: a hardware
         # transmit stamp reaches TCP only for an skb the driver gets whole.
@@ -367,12 +363,15 @@ def run_scenario(sc, algo, log=print, rep=0):
         # Per-namespace settings every algorithm of the scenario gets (socket buffers).
         sets = " ".join(f"{k}='{v}'" for k, v in values.items())
         sh(f"ip netns exec {ns} sysctl -qw {sets}")
-    if sc.get("initcwnd"):
-        # The sender's initial window, for every algorithm (the RC3 thesis's baseline: 4).
-        sh(f"ip -n cli route replace default via 10.10.1.2 initcwnd {sc['initcwnd']}")
-    if sc.get("initrwnd"):
-        # The receiver's first window, for every algorithm (RC3 sends only within it).
-        sh(f"ip -n srv route replace 10.10.1.0/24 via 10.10.2.1 initrwnd {sc['initrwnd']}")
+    # The sender's initial window and the receiver's first one: for every algorithm of a
+    # scenario (the RC3 thesis's baseline: 4; RC3 sends only within the receiver's), or a
+    # variant's +iwN, both.
+    initcwnd = variant.get("init_cwnd") or sc.get("initcwnd")
+    initrwnd = variant.get("init_cwnd") or sc.get("initrwnd")
+    if initcwnd:
+        sh(f"ip -n cli route replace default via 10.10.1.2 initcwnd {initcwnd}")
+    if initrwnd:
+        sh(f"ip -n srv route replace 10.10.1.0/24 via 10.10.2.1 initrwnd {initrwnd}")
     if sc.get("priority_queues"):
         # Strict priority at the sender's egress and at the bottleneck, for every
         # algorithm of the scenario (without RC3 everything is band 1).
