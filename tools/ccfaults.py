@@ -515,12 +515,12 @@ def flows(a):
     t0 = time.monotonic()
     next_sample = t0 + a.sample_s
     end = t0 + a.seconds
-    mid_acked = mid_written = mid_retrans = None
+    mid_acked = mid_written = None
     send_errors = 0
     samples, sample_time, missing = 0, 0.0, 0
 
     def take_sample(now):
-        nonlocal samples, sample_time, missing, mid_acked, mid_written, mid_retrans
+        nonlocal samples, sample_time, missing, mid_acked, mid_written
         nonlocal last_sample_t
         t = last_sample_t = now - t0
         samples += 1
@@ -544,7 +544,6 @@ def flows(a):
         if mid_acked is None and t >= a.seconds / 2:
             mid_acked = list(acked)
             mid_written = list(written)
-            mid_retrans = list(retrans)
         res["mem_available_kb_min"] = min(res["mem_available_kb_min"], mem_available_kb())
         res["tcp_mem_pages_max"] = max(res["tcp_mem_pages_max"], tcp_mem_pages())
         sample_time += time.monotonic() - now
@@ -600,10 +599,6 @@ def flows(a):
     res["stalled"] = sum(
         1 for i in range(n) if written[i] > acked[i]
         and last_sample_t - last_event[i] > rto[i] + 2 * a.sample_s + 0.5)
-    res["stalled_second_half"] = sum(
-        1 for i in range(n) if mid_acked is not None
-        and mid_written[i] > mid_acked[i] and acked[i] == mid_acked[i]
-        and retrans[i] == mid_retrans[i])
     res["no_ack_second_half"] = sum(
         1 for i in range(n) if mid_acked is not None
         and mid_written[i] > mid_acked[i] and acked[i] == mid_acked[i])
