@@ -164,6 +164,11 @@ kernel::module_tcp_cong! {
             description: "a loss halves the rate only at or above this RTT (us); 0: t_high_us",
             permissions: 0o444,
         },
+        t_high_last_sample: u32 {
+            default: 0,
+            description: "1: T_high on the segment's last RTT sample; 0: on the completion's",
+            permissions: 0o444,
+        },
     },
 }
 
@@ -196,6 +201,7 @@ fn read_params() -> Params {
         rtt_window_bytes: m::rtt_window_bytes.value(),
         loss_rtt_us: m::loss_rtt_us.value(),
         update_scaling: m::update_scaling.value(),
+        t_high_last_sample: m::t_high_last_sample.value(),
     }
 }
 
@@ -465,8 +471,7 @@ impl<const PATCHED: bool> TimelyCc<PATCHED> {
         // increases on its own.
         let app_limited =
             stack_app_limited && timely::is_app_limited(c.delivered_bps, st.cc.rate_bps);
-        st.cc
-            .on_completion_after(p, Self::VARIANT, c.rtt_us, app_limited, c.interval_us);
+        st.cc.on_segment(p, Self::VARIANT, &c, app_limited);
     }
 }
 

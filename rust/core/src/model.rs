@@ -127,7 +127,7 @@ pub fn simulate(s: &Scenario) -> Outcome {
                     .seg
                     .on_ack(&s.params, t / 1000, s.ack_bytes as u32, Some(rtt_us))
                 {
-                    f.cc.on_completion_after(&s.params, s.variant, c.rtt_us, false, c.interval_us);
+                    f.cc.on_segment(&s.params, s.variant, &c, false);
                 }
             }
             if t >= measure_from {

@@ -124,6 +124,10 @@ pub struct Params {
     /// 1: scale each update by min(1, the completion's duration / `min_rtt_us`), TIMELY
     /// section 5's rule for more than one completion per minimum RTT (eRPC's too); 0: none.
     pub update_scaling: u32,
+    /// 1: test `T_high` on the segment's last sample (the paper's instantaneous RTT); 0:
+    /// on the completion's RTT, the minimum over `rtt_window_bytes` (no difference with
+    /// `rtt_window_bytes` 0).
+    pub t_high_last_sample: u32,
 }
 
 /// Largest RTT sample taken at face value; larger ones are clamped to it.
@@ -165,6 +169,7 @@ impl Params {
         rtt_window_bytes: MAX_SEG_BYTES,
         loss_rtt_us: 0,
         update_scaling: 0,
+        t_high_last_sample: 0,
     };
 
     /// Additive step in bit/s.
@@ -311,6 +316,7 @@ impl Params {
         check("rtt_window_bytes", p.rtt_window_bytes, 0, MAX_SEG_BYTES)?;
         check("loss_rtt_us", p.loss_rtt_us, 0, MAX_RTT_US)?;
         check("update_scaling", p.update_scaling, 0, 1)?;
+        check("t_high_last_sample", p.t_high_last_sample, 0, 1)?;
         Ok(())
     }
 }
@@ -394,7 +400,39 @@ impl Timely {
         app_limited: bool,
         interval_us: u64,
     ) {
+        self.update(p, variant, rtt_us, rtt_us, app_limited, interval_us);
+    }
+
+    /// A completed segment through the law ([`Timely::on_completion_after`] with the
+    /// segment's duration): `T_high` is tested on its last sample with
+    /// `t_high_last_sample`, on its RTT otherwise; the rest of the law always takes its
+    /// RTT.
+    pub fn on_segment(&mut self, p: &Params, variant: Variant, c: &Completion, app_limited: bool) {
+        let high_rtt_us = match p.t_high_last_sample {
+            0 => c.rtt_us,
+            _ => c.last_rtt_us,
+        };
+        self.update(
+            p,
+            variant,
+            c.rtt_us,
+            high_rtt_us,
+            app_limited,
+            c.interval_us,
+        );
+    }
+
+    fn update(
+        &mut self,
+        p: &Params,
+        variant: Variant,
+        rtt_us: u32,
+        high_rtt_us: u32,
+        app_limited: bool,
+        interval_us: u64,
+    ) {
         let rtt_us = rtt_us.clamp(1, MAX_RTT_US);
+        let high_rtt_us = high_rtt_us.clamp(1, MAX_RTT_US);
         self.last_rtt_us = rtt_us;
         if self.prev_rtt_us == 0 {
             self.prev_rtt_us = rtt_us;
@@ -415,10 +453,10 @@ impl Timely {
         let (new_rate, mode) = if rtt_us < p.t_low_us {
             self.neg_gradients = 0;
             (rate.saturating_add(p.delta_bps()), Mode::LowRtt)
-        } else if rtt_us > p.t_high_us {
+        } else if high_rtt_us > p.t_high_us {
             self.neg_gradients = 0;
             // beta * (1 - T_high / rtt), in ppm.
-            let excess_ppm = PPM - mul_div(PPM, p.t_high_us.into(), rtt_us.into());
+            let excess_ppm = PPM - mul_div(PPM, p.t_high_us.into(), high_rtt_us.into());
             let cut_ppm = mul_div(p.beta_ppm.into(), excess_ppm, PPM);
             (decrease(rate, cut_ppm), Mode::HighRtt)
         } else {
@@ -576,6 +614,9 @@ pub struct Completion {
     /// RTT of the segment (with the paper's rule and `line_rate_mbps`, net of its
     /// serialization time at the line rate).
     pub rtt_us: u32,
+    /// The segment's last sample, the paper's instantaneous RTT (with the paper's rule,
+    /// `rtt_us`): what `T_high` is tested on with `t_high_last_sample`.
+    pub last_rtt_us: u32,
     /// Rate at which the segment was delivered.
     pub delivered_bps: u64,
     /// Time the segment took, from the previous completion (us, at least 1).
@@ -613,24 +654,29 @@ pub const SOURCE_SILENCE_T_HIGHS: u32 = 4;
 pub struct Segmenter {
     /// Bytes ACKed in the current segment.
     pub acked_bytes: u32,
-    /// Smallest (or, with `rtt_window_bytes` 0, latest) RTT sample in the current segment;
-    /// 0 if none yet.
-    pub rtt_us: u32,
+    /// Latest RTT sample taken in the current segment; 0 if none yet.
+    pub last_rtt_us: u32,
     /// When the current segment began.
     pub start_us: u64,
     /// When the last ACK arrived.
     pub last_ack_us: u64,
-    /// Minimum RTT of each of the last segments (ring; 0: empty slot).
+    /// Ring of per-segment RTTs (0: empty slot): slot `recent_next` holds the current
+    /// segment's smallest (or, with `rtt_window_bytes` 0, latest) sample, the others the
+    /// minima of the segments before it. Keeping the current one in the ring leaves room
+    /// for `last_rtt_us` in the socket's private area.
     pub recent_min_us: [u32; RTT_WINDOW_SEGS],
     /// Low 32 bits of the time (us) a sample of `source` was last taken.
     pub source_seen_us: u32,
-    /// Next slot of `recent_min_us` to fill.
+    /// Slot of `recent_min_us` the current segment fills.
     pub recent_next: u8,
     /// `RttSource` of the samples taken; 0 before the first.
     pub source: u8,
     /// `source` changed since the last completion.
     pub source_changed: bool,
 }
+
+// The socket's private area holds it beside the controller and the module's state.
+const _: () = assert!(core::mem::size_of::<Segmenter>() == 48);
 
 impl Segmenter {
     /// Starts a new segment at `now_us` (at init, and after idle periods, so that the
@@ -684,17 +730,28 @@ impl Segmenter {
                 self.source_changed = true;
             }
             self.source = src;
-            self.rtt_us = 0;
             self.recent_min_us = [0; RTT_WINDOW_SEGS];
         }
         self.source_seen_us = now;
         let rtt = rtt_us.clamp(1, MAX_RTT_US);
-        self.rtt_us = if self.rtt_us == 0 || p.rtt_window_bytes == 0 {
+        let current = self.rtt_us();
+        self.recent_min_us[self.current_slot()] = if current == 0 || p.rtt_window_bytes == 0 {
             rtt
         } else {
-            self.rtt_us.min(rtt)
+            current.min(rtt)
         };
+        self.last_rtt_us = rtt;
         true
+    }
+
+    /// The current segment's smallest (or, with `rtt_window_bytes` 0, latest) RTT sample;
+    /// 0 if none yet.
+    pub fn rtt_us(&self) -> u32 {
+        self.recent_min_us[self.current_slot()]
+    }
+
+    fn current_slot(&self) -> usize {
+        usize::from(self.recent_next) % RTT_WINDOW_SEGS
     }
 
     /// The source of the samples taken, if any.
@@ -735,7 +792,8 @@ impl Segmenter {
         }
         self.last_ack_us = now_us;
         self.acked_bytes = self.acked_bytes.saturating_add(acked_bytes);
-        if self.acked_bytes < p.seg_bytes || self.rtt_us == 0 {
+        let segment_rtt_us = self.rtt_us();
+        if self.acked_bytes < p.seg_bytes || segment_rtt_us == 0 {
             return None;
         }
         let elapsed_us = now_us.saturating_sub(self.start_us).max(1);
@@ -747,32 +805,39 @@ impl Segmenter {
             (0, _) | (_, 1..) => 0,
             (line, 0) => p.seg_bytes.saturating_mul(8) / line,
         };
-        let window_min_us = match p.rtt_window_bytes {
-            0 => self.rtt_us,
-            window => {
-                // Burst-head RTT: the minimum over the window (at least one segment).
-                let slots = window
-                    .div_ceil(p.seg_bytes.max(1))
-                    .clamp(1, RTT_WINDOW_SEGS as u32) as usize;
-                let slot = usize::from(self.recent_next) % slots;
-                self.recent_min_us[slot] = self.rtt_us;
-                self.recent_next = ((slot + 1) % slots) as u8;
-                self.recent_min_us[..slots]
-                    .iter()
-                    .filter(|&&r| r != 0)
-                    .min()
-                    .copied()
-                    .unwrap_or(self.rtt_us)
-            }
+        // Slots of the ring in the window: one with the paper's rule (the segment's last
+        // sample), else the window in whole segments.
+        let slots = match p.rtt_window_bytes {
+            0 => 1,
+            window => window
+                .div_ceil(p.seg_bytes.max(1))
+                .clamp(1, RTT_WINDOW_SEGS as u32) as usize,
+        };
+        // Burst-head RTT: the minimum over the window, the current segment included.
+        let window_min_us = self.recent_min_us[..slots]
+            .iter()
+            .filter(|&&r| r != 0)
+            .min()
+            .copied()
+            .unwrap_or(segment_rtt_us);
+        let last_us = match p.rtt_window_bytes {
+            0 => segment_rtt_us,
+            _ => self.last_rtt_us,
         };
         let rtt_us = window_min_us.saturating_sub(serialization_us).max(1);
+        let last_rtt_us = last_us.saturating_sub(serialization_us).max(1);
         let new_source = self.source_changed;
         self.source_changed = false;
         self.acked_bytes = 0;
-        self.rtt_us = 0;
+        self.last_rtt_us = 0;
         self.start_us = now_us;
+        // The next segment takes the oldest slot, whose segment has left the window.
+        self.recent_next = ((self.current_slot() + 1) % slots) as u8;
+        let next = self.current_slot();
+        self.recent_min_us[next] = 0;
         Some(Completion {
             rtt_us,
+            last_rtt_us,
             delivered_bps,
             interval_us: elapsed_us,
             new_source,
@@ -1205,6 +1270,7 @@ mod tests {
             rtt_window_bytes: rng.range(0, u64::from(MAX_SEG_BYTES)) as u32,
             loss_rtt_us: rng.range(0, u64::from(MAX_RTT_US)) as u32,
             update_scaling: rng.range(0, 1) as u32,
+            t_high_last_sample: rng.range(0, 1) as u32,
         };
         assert_eq!(p.validate(), Ok(()));
         p
@@ -1220,23 +1286,40 @@ mod tests {
             let p = random_params(&mut rng);
             for variant in [Variant::Original, Variant::Patched] {
                 let mut t = Timely::new(&p, rng.range(0, u64::MAX >> 1));
+                let draw = |rng: &mut Rng| match rng.range(0, 9) {
+                    0 => 0,
+                    1 => u32::MAX,
+                    2 => rng.range(0, u64::from(p.t_low_us)) as u32,
+                    3 => rng.range(u64::from(p.t_high_us) + 1, u64::from(MAX_RTT_US)) as u32,
+                    _ => rng.range(u64::from(p.t_low_us), u64::from(p.t_high_us)) as u32,
+                };
                 for _ in 0..200 {
-                    let rtt = match rng.range(0, 9) {
-                        0 => 0,
-                        1 => u32::MAX,
-                        2 => rng.range(0, u64::from(p.t_low_us)) as u32,
-                        3 => rng.range(u64::from(p.t_high_us) + 1, u64::from(MAX_RTT_US)) as u32,
-                        _ => rng.range(u64::from(p.t_low_us), u64::from(p.t_high_us)) as u32,
+                    let rtt = draw(&mut rng);
+                    // The segment's last sample: its minimum, or any other.
+                    let last = match rng.range(0, 2) {
+                        0 => rtt,
+                        _ => draw(&mut rng),
                     };
                     let app_limited = rng.range(0, 9) == 0;
                     let before = t;
-                    t.on_completion(&p, variant, rtt, app_limited);
+                    let c = Completion {
+                        rtt_us: rtt,
+                        last_rtt_us: last,
+                        delivered_bps: 0,
+                        interval_us: u64::MAX,
+                        new_source: false,
+                    };
+                    t.on_segment(&p, variant, &c, app_limited);
                     assert!(t.rate_bps >= p.min_rate_bps() && t.rate_bps <= p.max_rate_bps());
                     if before.prev_rtt_us == 0 {
                         continue;
                     }
                     let clamped = |r: u64| r.clamp(p.min_rate_bps(), p.max_rate_bps());
                     let rtt = rtt.clamp(1, MAX_RTT_US);
+                    let high_rtt = match p.t_high_last_sample {
+                        0 => rtt,
+                        _ => last.clamp(1, MAX_RTT_US),
+                    };
                     if rtt < p.t_low_us {
                         let expect = if app_limited {
                             before.rate_bps
@@ -1244,7 +1327,8 @@ mod tests {
                             before.rate_bps + p.delta_bps()
                         };
                         assert_eq!(t.rate_bps, clamped(expect.max(before.rate_bps)));
-                    } else if rtt > p.t_high_us {
+                    } else if high_rtt > p.t_high_us {
+                        assert_eq!(t.mode, Mode::HighRtt as u8);
                         assert!(t.rate_bps <= clamped(before.rate_bps));
                         assert!(t.rate_bps >= clamped(before.rate_bps / 2));
                     } else if variant == Variant::Original {
@@ -1267,6 +1351,65 @@ mod tests {
     }
 
     #[test]
+    fn t_high_on_the_last_sample_is_an_option() {
+        // The window's minimum (100 us) is in the gradient zone, the segment's last
+        // sample (1000 us) above T_high (500 us).
+        let c = Completion {
+            rtt_us: 100,
+            last_rtt_us: 1000,
+            delivered_bps: 0,
+            interval_us: 1000,
+            new_source: false,
+        };
+        let run = |p: &Params| {
+            let mut t = Timely::new(p, 500_000_000);
+            t.on_completion(p, Variant::Original, 100, false);
+            t.on_segment(p, Variant::Original, &c, false);
+            t
+        };
+        let default = run(&P);
+        assert_eq!(default.mode, Mode::Increase as u8);
+        let last = run(&Params {
+            t_high_last_sample: 1,
+            ..P
+        });
+        assert_eq!(last.mode, Mode::HighRtt as u8);
+        // beta (1 - T_high / rtt) = 0.8 x 0.5: 40% off.
+        assert_eq!(last.rate_bps, 300_000_000);
+        // The rest of the law keeps the window's minimum.
+        assert_eq!((last.last_rtt_us, last.prev_rtt_us), (100, 100));
+        // With the paper's rule the two are one sample.
+        let mut s = Segmenter::default();
+        let paper = Params {
+            rtt_window_bytes: 0,
+            ..P
+        };
+        s.restart(0);
+        s.on_ack(&paper, 10, 8192, Some(300));
+        let c = s.on_ack(&paper, 20, 8192, Some(200)).unwrap();
+        assert_eq!((c.rtt_us, c.last_rtt_us), (200, 200));
+    }
+
+    #[test]
+    fn segmenter_keeps_the_last_sample_of_each_segment() {
+        let mut s = Segmenter::default();
+        s.restart(0);
+        s.on_ack(&P, 10, 8192, Some(300));
+        s.on_ack(&P, 15, 100, None);
+        let c = s.on_ack(&P, 20, 8192, Some(900)).unwrap();
+        assert_eq!((c.rtt_us, c.last_rtt_us), (300, 900));
+        // A new segment starts without a sample; the window's minimum spans segments.
+        assert_eq!((s.rtt_us(), s.last_rtt_us), (0, 0));
+        assert_eq!(s.on_ack(&P, 30, P.seg_bytes, None), None);
+        let c = s.on_ack(&P, 40, 1, Some(700)).unwrap();
+        assert_eq!((c.rtt_us, c.last_rtt_us), (300, 700));
+        // A change of source starts both over.
+        s.offer(&P, 50, 800, RttSource::Software);
+        let c = s.on_ack(&P, 60, P.seg_bytes, None).unwrap();
+        assert_eq!((c.rtt_us, c.last_rtt_us, c.new_source), (800, 800, true));
+    }
+
+    #[test]
     fn segmenter_completes_once_per_segment() {
         let p = Params {
             line_rate_mbps: 1000,
@@ -1283,6 +1426,7 @@ mod tests {
             c,
             Completion {
                 rtt_us: 300,
+                last_rtt_us: 400,
                 delivered_bps: 16384 * 8 * 1_000_000 / 262,
                 interval_us: 262,
                 new_source: false,
@@ -1641,7 +1785,7 @@ mod tests {
                                 assert_eq!(s, before, "idle read into a clock step back");
                             }
                             if s != before {
-                                assert_eq!((s.acked_bytes, s.rtt_us, s.start_us), (0, 0, now));
+                                assert_eq!((s.acked_bytes, s.rtt_us(), s.start_us), (0, 0, now));
                                 seg_min = None;
                             }
                         }
@@ -1678,7 +1822,7 @@ mod tests {
                                     u128::from(now.saturating_sub(before.start_us).max(1));
                                 let exact = bytes * 8 * 1_000_000 / elapsed;
                                 assert_eq!(u128::from(c.delivered_bps), exact.min(u64::MAX.into()));
-                                assert_eq!((s.acked_bytes, s.rtt_us, s.start_us), (0, 0, now));
+                                assert_eq!((s.acked_bytes, s.rtt_us(), s.start_us), (0, 0, now));
                                 seg_min = None;
                                 completions += 1;
                                 backwards += usize::from(now < before.start_us);

@@ -56,7 +56,8 @@ struct Expected {
     mode: Mode,
 }
 
-fn expected(p: &Params, v: Variant, t: &Timely, rtt: u32) -> Expected {
+/// `rtt` is the completion's RTT, `high` the one `T_high` is tested on.
+fn expected(p: &Params, v: Variant, t: &Timely, rtt: u32, high: u32) -> Expected {
     let alpha = i128::from(p.alpha_ppm);
     let new_diff = (i128::from(rtt) - i128::from(t.prev_rtt_us)) * 1000;
     // Rust's division truncates towards zero, as i128's does.
@@ -67,8 +68,8 @@ fn expected(p: &Params, v: Variant, t: &Timely, rtt: u32) -> Expected {
     let mut neg = 0;
     let (new_rate, mode) = if rtt < p.t_low_us {
         (sat_u64(rate + delta), Mode::LowRtt)
-    } else if rtt > p.t_high_us {
-        let excess = PPM - PPM * i128::from(p.t_high_us) / i128::from(rtt);
+    } else if high > p.t_high_us {
+        let excess = PPM - PPM * i128::from(p.t_high_us) / i128::from(high);
         (
             cut(t.rate_bps, i128::from(p.beta_ppm) * excess / PPM),
             Mode::HighRtt,
@@ -125,9 +126,12 @@ fn check_completion(
     before: &Timely,
     after: &Timely,
     rtt_in: u32,
+    high_in: u32,
+    interval_us: u64,
     app: bool,
 ) {
     let rtt = rtt_in.clamp(1, MAX_RTT_US);
+    let high = high_in.clamp(1, MAX_RTT_US);
     assert_eq!((after.last_rtt_us, after.prev_rtt_us), (rtt, rtt));
     if before.prev_rtt_us == 0 {
         // The first completion only initialises the RTT history.
@@ -142,11 +146,23 @@ fn check_completion(
         return;
     }
     let clamp = |r: u64| r.clamp(p.min_rate_bps(), p.max_rate_bps());
-    let e = expected(p, v, before, rtt);
-    let rate = if app && e.rate > before.rate_bps {
-        before.rate_bps
+    let e = expected(p, v, before, rtt, high);
+    // Update scaling: the change times min(1, interval / min RTT), in ppm, truncated.
+    let e_rate = if p.update_scaling == 1 && interval_us < u64::from(p.min_rtt_us) {
+        let scale = i128::from(interval_us) * PPM / i128::from(p.min_rtt_us);
+        let change = (i128::from(e.rate) - i128::from(before.rate_bps)).abs() * scale / PPM;
+        if e.rate >= before.rate_bps {
+            sat_u64(i128::from(before.rate_bps) + change)
+        } else {
+            sat_u64(i128::from(before.rate_bps) - change)
+        }
     } else {
         e.rate
+    };
+    let rate = if app && e_rate > before.rate_bps {
+        before.rate_bps
+    } else {
+        e_rate
     };
     let got = (
         after.rate_bps,
@@ -164,7 +180,7 @@ fn check_completion(
     );
     assert_eq!(
         got, want,
-        "{v:?} rtt {rtt} app_limited {app}\nbefore {before:?}\nparams {p:?}"
+        "{v:?} rtt {rtt} high {high} app_limited {app}\nbefore {before:?}\nparams {p:?}"
     );
 
     // The documented invariants, stated directly.
@@ -183,7 +199,7 @@ fn check_completion(
     }
     if rtt < p.t_low_us {
         assert!(up && after.mode == Mode::LowRtt as u8);
-    } else if rtt > p.t_high_us {
+    } else if high > p.t_high_us {
         assert!(down && after.mode == Mode::HighRtt as u8);
     } else if v == Variant::Original {
         assert!(if after.gradient_ppm > 0 { down } else { up });
@@ -202,6 +218,8 @@ fn check_completion(
 struct SegModel {
     acked: u64,
     min_rtt: Option<u32>,
+    /// The open segment's latest sample.
+    last: Option<u32>,
     start: u64,
     last_ack: u64,
     recent: VecDeque<u32>,
@@ -216,6 +234,7 @@ impl SegModel {
         SegModel {
             acked: 0,
             min_rtt: None,
+            last: None,
             start: now,
             last_ack: now,
             recent: VecDeque::new(),
@@ -252,6 +271,7 @@ impl SegModel {
             self.changed |= self.source.is_some();
             self.source = Some(source);
             self.min_rtt = None;
+            self.last = None;
             self.recent.clear();
         }
         self.seen = now as u32;
@@ -260,6 +280,7 @@ impl SegModel {
             (Some(m), w) if w != 0 => m.min(r),
             _ => r,
         });
+        self.last = Some(r);
         true
     }
 
@@ -292,6 +313,7 @@ impl SegModel {
             (line, 0) if line != 0 => p.seg_bytes * 8 / line,
             _ => 0,
         };
+        let last = self.last.take().unwrap();
         self.acked = 0;
         self.min_rtt = None;
         self.start = now;
@@ -299,6 +321,7 @@ impl SegModel {
         self.changed = false;
         Some(Completion {
             rtt_us: window_min.saturating_sub(serialization).max(1),
+            last_rtt_us: last.saturating_sub(serialization).max(1),
             delivered_bps: u64::try_from(delivered_bps).unwrap(),
             interval_us: elapsed,
             new_source,
@@ -308,7 +331,8 @@ impl SegModel {
     fn check(&self, s: &Segmenter) {
         let got = (
             u64::from(s.acked_bytes),
-            s.rtt_us,
+            s.rtt_us(),
+            s.last_rtt_us,
             s.start_us,
             s.last_ack_us,
             s.source(),
@@ -317,6 +341,7 @@ impl SegModel {
         let want = (
             self.acked,
             self.min_rtt.unwrap_or(0),
+            self.last.unwrap_or(0),
             self.start,
             self.last_ack,
             self.source,
@@ -377,9 +402,21 @@ impl Flow {
                 app && u128::from(c.delivered_bps) * 5 < u128::from(self.cc.rate_bps) * 4
             );
             let before = self.cc;
-            self.cc
-                .on_completion(p, self.variant, c.rtt_us, app_limited);
-            check_completion(p, self.variant, &before, &self.cc, c.rtt_us, app_limited);
+            self.cc.on_segment(p, self.variant, &c, app_limited);
+            let high = match p.t_high_last_sample {
+                0 => c.rtt_us,
+                _ => c.last_rtt_us,
+            };
+            check_completion(
+                p,
+                self.variant,
+                &before,
+                &self.cc,
+                c.rtt_us,
+                high,
+                c.interval_us,
+                app_limited,
+            );
         }
     }
 

@@ -10,14 +10,14 @@
 use libfuzzer_sys::fuzz_target;
 use tcp_cc_core::fixed::PPM;
 use tcp_cc_core::timely::{
-    cwnd_cap_pkts, Params, Timely, MAX_PACKET_GAP_US, MAX_RATE_MBPS, MAX_RTT_US, MAX_SEG_BYTES,
-    DEFAULT_LINK_MBPS, MIN_CWND_PKTS,
+    cwnd_cap_pkts, Params, Timely, DEFAULT_LINK_MBPS, MAX_PACKET_GAP_US, MAX_RATE_MBPS, MAX_RTT_US,
+    MAX_SEG_BYTES, MIN_CWND_PKTS,
 };
 use tcp_cc_core_fuzz::{params, Input};
 
 /// The README's table: each parameter's name, value and allowed range, computed in 64 bits
 /// from the values of the parameters the range depends on.
-fn table(p: &Params) -> [(&'static str, u32, u64, u64); 18] {
+fn table(p: &Params) -> [(&'static str, u32, u64, u64); 19] {
     let ppm = PPM;
     // max_rate_mbps 0: each flow's C from its link, at most MAX_RATE_MBPS.
     let c_mbps = match p.max_rate_mbps {
@@ -50,6 +50,7 @@ fn table(p: &Params) -> [(&'static str, u32, u64, u64); 18] {
         ),
         ("loss_rtt_us", p.loss_rtt_us, 0, rtt),
         ("update_scaling", p.update_scaling, 0, 1),
+        ("t_high_last_sample", p.t_high_last_sample, 0, 1),
     ]
 }
 
@@ -67,7 +68,10 @@ fn check_valid(base: &Params, i: &mut Input) {
     assert_eq!(flow.max_rate_mbps, c_mbps);
     if base.max_rate_mbps == 0 {
         let link = link_mbps.filter(|&m| m > 0).unwrap_or(DEFAULT_LINK_MBPS);
-        assert_eq!(c_mbps, link.clamp(base.min_rate_kbps.div_ceil(1000), MAX_RATE_MBPS));
+        assert_eq!(
+            c_mbps,
+            link.clamp(base.min_rate_kbps.div_ceil(1000), MAX_RATE_MBPS)
+        );
     } else {
         assert_eq!(flow, base.for_mss(0));
     }

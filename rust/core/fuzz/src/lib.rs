@@ -181,6 +181,7 @@ pub fn raw_params(i: &mut Input) -> Params {
         rtt_window_bytes: i.u32(),
         loss_rtt_us: i.u32(),
         update_scaling: i.u32(),
+        t_high_last_sample: i.u32(),
     }
 }
 
@@ -215,6 +216,7 @@ pub fn valid_params(i: &mut Input) -> Params {
         rtt_window_bytes: i.in_range(0, MAX_SEG_BYTES),
         loss_rtt_us: i.in_range(0, MAX_RTT_US),
         update_scaling: i.in_range(0, 1),
+        t_high_last_sample: i.in_range(0, 1),
     }
 }
 
@@ -230,7 +232,7 @@ pub fn params(i: &mut Input) -> Params {
     };
     // A preset with one value replaced by anything.
     let v = i.u32();
-    let fields: [&mut u32; 18] = [
+    let fields: [&mut u32; 19] = [
         &mut p.t_low_us,
         &mut p.t_high_us,
         &mut p.delta_kbps,
@@ -249,9 +251,10 @@ pub fn params(i: &mut Input) -> Params {
         &mut p.rtt_window_bytes,
         &mut p.loss_rtt_us,
         &mut p.update_scaling,
+        &mut p.t_high_last_sample,
     ];
-    match i.u8() % 19 {
-        18 => {}
+    match i.u8() % 20 {
+        19 => {}
         n => *fields.into_iter().nth(usize::from(n)).unwrap() = v,
     }
     p
