@@ -38,6 +38,8 @@ use kernel::sync::SetOnce;
 #[cfg(CONFIG_KUNIT)]
 #[path = "kunit_cpu_cost.rs"]
 mod kunit_cpu_cost;
+#[path = "module_params.rs"]
+mod module_params;
 
 // The pure control laws, shared with the host tests; not every item is used here.
 #[allow(unreachable_pub, dead_code)]
@@ -46,6 +48,8 @@ mod cc_core;
 
 use cc_core::dx::{DelaySample, Dx, DxParams, StampSource};
 use cc_core::reno;
+
+const MODULE_NAME: &str = "tcp_dx";
 
 kernel::module_tcp_cong! {
     algorithms: [DxCc],
@@ -275,19 +279,7 @@ impl Algorithm for DxCc {
 }
 
 fn check_params() -> Result {
-    let p = read_params();
-    p.validate().map_err(|e| {
-        pr_err!(
-            "invalid parameter {}={}: allowed range {}..={}\n",
-            e.name,
-            e.value,
-            e.min,
-            e.max
-        );
-        ERANGE
-    })?;
-    PARAMS.populate(p);
-    Ok(())
+    module_params::load(MODULE_NAME, &PARAMS, read_params(), DxParams::validate)
 }
 
 #[kunit_tests(rust_dx)]

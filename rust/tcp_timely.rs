@@ -56,6 +56,8 @@ use kernel::sync::SetOnce;
 #[cfg(CONFIG_KUNIT)]
 #[path = "kunit_cpu_cost.rs"]
 mod kunit_cpu_cost;
+#[path = "module_params.rs"]
+mod module_params;
 use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 
 // The pure control laws, shared with the host tests; not every item is used here.
@@ -64,6 +66,8 @@ use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 mod cc_core;
 
 use cc_core::timely::{self, Completion, Mode, Params, RttSource, Segmenter, Timely, Variant};
+
+const MODULE_NAME: &str = "tcp_timely";
 
 kernel::module_tcp_cong! {
     algorithms: [TimelyCc<false>, TimelyCc<true>],
@@ -599,19 +603,7 @@ const INFO_SOURCE_SHIFT: u32 = 28;
 const INFO_RTT_MAX_US: u32 = (1 << INFO_MODE_SHIFT) - 1;
 
 fn check_params() -> Result {
-    let p = read_params();
-    p.validate().map_err(|e| {
-        pr_err!(
-            "invalid parameter {}={}: allowed range {}..={}\n",
-            e.name,
-            e.value,
-            e.min,
-            e.max
-        );
-        ERANGE
-    })?;
-    PARAMS.populate(p);
-    Ok(())
+    module_params::load(MODULE_NAME, &PARAMS, read_params(), Params::validate)
 }
 
 #[kunit_tests(rust_timely)]
