@@ -209,6 +209,14 @@ fn read_params() -> Params {
     }
 }
 
+/// The slots of an open-addressed `table` a lookup of `key` visits: `count` of them from
+/// the key's slot on, wrapping around. The slot is a multiplicative hash of the key, so that
+/// consecutive namespace cookies and ifindexes spread over the table.
+fn probe<T, const N: usize>(table: &[T; N], key: u64, count: usize) -> impl Iterator<Item = &T> {
+    let start = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize % N;
+    (0..count.min(N)).map(move |i| &table[(start + i) % N])
+}
+
 /// The flows of either variant that sent recently, per (network namespace, output device):
 /// those a new flow starts at its fair share among (`timely::recent_senders`). A socket
 /// that only receives is never counted: the stack calls no congestion control for its
@@ -241,8 +249,7 @@ impl SenderSlot {
     /// The slot of `key`, taking a free or stale one if `claim` (a flow about to count
     /// itself) and none has it yet.
     fn find(key: u64, epoch: u32, claim: bool) -> Option<&'static SenderSlot> {
-        let start = (key ^ (key >> 32)) as usize % SENDER_SLOTS;
-        let probe = || (0..SENDER_PROBES).map(|i| &SENDERS[(start + i) % SENDER_SLOTS]);
+        let probe = || probe(&SENDERS, key, SENDER_PROBES);
         if let Some(slot) = probe().find(|slot| slot.key.load(Relaxed) == key) {
             return Some(slot);
         }
@@ -329,17 +336,10 @@ impl LinkTable {
         )
     }
 
-    /// A device's first slot: a multiplicative hash of both keys (consecutive cookies and
-    /// ifindexes spread over the table).
-    fn start(netns: u64, ifindex: u32) -> usize {
-        let key = netns ^ (u64::from(ifindex) << 32 | u64::from(ifindex));
-        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize % LINK_SLOTS
-    }
-
     /// Slot order for a device: from its hash on, around the table once.
     fn probe(&self, netns: u64, ifindex: u32) -> impl Iterator<Item = &LinkSlot> {
-        let start = Self::start(netns, ifindex);
-        (0..LINK_SLOTS).map(move |i| &self.0[(start + i) % LINK_SLOTS])
+        let key = netns ^ (u64::from(ifindex) << 32 | u64::from(ifindex));
+        probe(&self.0, key, LINK_SLOTS)
     }
 
     /// The known link speed of device `ifindex` of namespace `netns`. A slot a writer holds
@@ -672,8 +672,8 @@ mod tests {
         };
         // Three namespaces whose device 3 has the same first slot.
         let a = 1 << 40;
-        let mut same_start =
-            (a + 1..).filter(|&k| LinkTable::start(k, 3) == LinkTable::start(a, 3));
+        let first = |netns| T.probe(netns, 3).next().map(core::ptr::from_ref);
+        let mut same_start = (a + 1..).filter(|&k| first(k) == first(a));
         let (b, c) = (
             same_start.next().unwrap_or(0),
             same_start.next().unwrap_or(0),

@@ -170,17 +170,30 @@ fi
 diag "option refused: sources '$(ss_sources "$out/ss.refused")', $(cat "$out/samples.timely_patched") delay samples"
 
 # The fair-share start. A TIMELY socket that connects and sends nothing keeps its start
-# rate; idle.py prints its pacing rate (bit/s, tcp_info), which is TIMELY's rate.
-# With a third argument, it connects only once that file exists: started before the flows,
-# its start-up (seconds of CPU on the debug kernel's one CPU, which starve the flows of
-# their ACKs for longer than the 64 ms a sender counts for) is over when it connects.
-cat > "$out/idle.py" <<'PY'
+# rate; start_rate.py prints its pacing rate (bit/s, tcp_info), which is TIMELY's rate.
+# With a file as third argument, it connects only once that file exists: started before
+# the flows, its start-up (seconds of CPU on the debug kernel's one CPU, which starve the
+# flows of their ACKs for longer than the 64 ms a sender counts for) is over when it
+# connects. With --syn it does not wait for the connection (SYN_SENT: nothing need
+# answer; TCP_CONGESTION there runs init, with the route's device).
+cat > "$out/start_rate.py" <<'PY'
 import os, socket, struct, sys, time
-while len(sys.argv) > 3 and not os.path.exists(sys.argv[3]):
+host, port, opt = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+syn = opt == ["--syn"]
+while opt and not syn and not os.path.exists(opt[0]):
     time.sleep(0.01)
-s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+if syn:
+    s = socket.socket()
+    s.setblocking(False)
+    try:
+        s.connect((host, port))
+    except BlockingIOError:
+        pass
+else:
+    s = socket.create_connection((host, port))
 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"timely")
-time.sleep(0.05)
+if not syn:
+    time.sleep(0.05)
 print(struct.unpack_from("Q", s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232), 104)[0] * 8)
 PY
 cat > "$out/listen.py" <<'PY'
@@ -194,12 +207,12 @@ ip netns exec $NS_SRV python3 "$out/listen.py" 5990 & listen_srv=$!
 ip netns exec $NS_CLI python3 "$out/listen.py" 5990 & listen_cli=$!
 sleep 0.5
 C=$(( $(cat /sys/module/tcp_timely/parameters/max_rate_mbps) * 1000000 ))
-start_rate() { ip netns exec "$1" python3 "$out/idle.py" "$2" 5990; }
+start_rate() { ip netns exec "$1" python3 "$out/start_rate.py" "$2" 5990 "${@:3}"; }
 # Three flows send from cli through c0 for 3 s (10 s on the debug kernel, where iperf3
 # takes seconds to start); the new sockets start once all three have data ACKed.
 start_flows_s=3
 debug_kernel && start_flows_s=10
-ip netns exec $NS_CLI python3 "$out/idle.py" $SRV_ADDR 5990 "$out/go" > "$out/same_path" &
+start_rate $NS_CLI $SRV_ADDR "$out/go" > "$out/same_path" &
 same_path_pid=$!
 ip netns exec $NS_CLI iperf3 -c $SRV_ADDR -t $start_flows_s -P 3 -C timely >/dev/null 2>&1 & flows=$!
 for i in $(seq 100); do
@@ -231,8 +244,8 @@ check "start: flows that stopped sending no longer count" test "$after" -eq "$C"
 
 # C from the link speed: reloaded with max_rate_mbps=0, the default. The module's
 # netdevice notifier reads a device's speed when it comes up and when its state changes.
-# tun reports the speed ethtool gave it; syn_rate.py's socket connects through tl0, where
-# nothing answers (SYN_SENT: TCP_CONGESTION there runs init, with the route's device).
+# tun reports the speed ethtool gave it; `start_rate ... --syn` connects through tl0, where
+# nothing answers.
 reload_link_c() {
 	local i
 	for i in $(seq 50); do rmmod tcp_timely 2>/dev/null && break; sleep 0.1; done
@@ -240,17 +253,6 @@ reload_link_c() {
 		test "$(cat /sys/module/tcp_timely/parameters/max_rate_mbps)" = 0
 }
 check "reload with max_rate_mbps=0 (C from the link)" reload_link_c
-cat > "$out/syn_rate.py" <<'PY'
-import socket, struct, sys
-s = socket.socket()
-s.setblocking(False)
-try:
-    s.connect((sys.argv[1], 5990))
-except BlockingIOError:
-    pass
-s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"timely")
-print(struct.unpack_from("Q", s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232), 104)[0] * 8)
-PY
 cat > "$out/tun_attach.py" <<'PY'
 # Attaches to the tun device argv[1] through the node argv[2] (its carrier goes on) and
 # holds it until killed.
@@ -267,13 +269,13 @@ ip -n $NS_CLI tuntap add dev tl0 mode tun
 ip netns exec $NS_CLI ethtool -s tl0 speed 2500 duplex full autoneg off
 ip -n $NS_CLI addr add 10.77.0.1/24 dev tl0
 ip -n $NS_CLI link set tl0 up
-tun_up=$(ip netns exec $NS_CLI python3 "$out/syn_rate.py" 10.77.0.2)
+tun_up=$(start_rate $NS_CLI 10.77.0.2 --syn)
 # dummy reports no speed, and its operations take its instance lock (the notifier's read
 # of the speed asserts that lock: lockdep on the debug kernel).
 ip -n $NS_CLI link add dum0 type dummy
 ip -n $NS_CLI addr add 10.78.0.1/24 dev dum0
 ip -n $NS_CLI link set dum0 up
-via_dummy=$(ip netns exec $NS_CLI python3 "$out/syn_rate.py" 10.78.0.2)
+via_dummy=$(start_rate $NS_CLI 10.78.0.2 --syn)
 ip netns exec $NS_SRV python3 "$out/listen.py" 5990 & listen_srv=$!
 ip netns exec $NS_CLI python3 "$out/listen.py" 5990 & listen_cli=$!
 sleep 0.5
@@ -285,7 +287,7 @@ kill $listen_srv $listen_cli 2>/dev/null
 ip netns exec $NS_CLI ethtool -s tl0 speed 1000 duplex full autoneg off
 ip netns exec $NS_CLI python3 "$out/tun_attach.py" tl0 "$out/tun" > "$out/attach.log" & attach=$!
 sleep 2
-tun_change=$(ip netns exec $NS_CLI python3 "$out/syn_rate.py" 10.77.0.3)
+tun_change=$(start_rate $NS_CLI 10.77.0.3 --syn)
 kill $attach 2>/dev/null
 diag "start rates with C from the link (Mbit/s): tun at 2500 $((tun_up / 1000000)), veth $((via_veth / 1000000)), lo $((via_lo / 1000000)), dummy $((via_dummy / 1000000)), tun at 1000 after its carrier came on ($(cat "$out/attach.log")) $((tun_change / 1000000))"
 check "C: the link speed a device's driver reports (tun set to 2500 Mbit/s)" test "$tun_up" -eq 2500000000
