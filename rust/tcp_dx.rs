@@ -49,8 +49,6 @@ mod cc_core;
 use cc_core::dx::{DelaySample, Dx, DxParams, StampSource};
 use cc_core::reno;
 
-const MODULE_NAME: &str = "tcp_dx";
-
 kernel::module_tcp_cong! {
     algorithms: [DxCc],
     check: check_params,
@@ -279,7 +277,7 @@ impl Algorithm for DxCc {
 }
 
 fn check_params() -> Result {
-    module_params::load(MODULE_NAME, &PARAMS, read_params(), DxParams::validate)
+    module_params::load(&PARAMS, read_params(), DxParams::validate)
 }
 
 #[kunit_tests(rust_dx)]

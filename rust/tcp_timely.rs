@@ -67,8 +67,6 @@ mod cc_core;
 
 use cc_core::timely::{self, Completion, Mode, Params, RttSource, Segmenter, Timely, Variant};
 
-const MODULE_NAME: &str = "tcp_timely";
-
 kernel::module_tcp_cong! {
     algorithms: [TimelyCc<false>, TimelyCc<true>],
     check: check_params,
@@ -213,7 +211,9 @@ fn read_params() -> Params {
 /// the key's slot on, wrapping around. The slot is a multiplicative hash of the key, so that
 /// consecutive namespace cookies and ifindexes spread over the table.
 fn probe<T, const N: usize>(table: &[T; N], key: u64, count: usize) -> impl Iterator<Item = &T> {
-    let start = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize % N;
+    // The hash's top bits index the table: a power of two, at least 2 slots.
+    const { assert!(N.is_power_of_two() && N > 1) };
+    let start = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - N.trailing_zeros())) as usize;
     (0..count.min(N)).map(move |i| &table[(start + i) % N])
 }
 
@@ -603,7 +603,7 @@ const INFO_SOURCE_SHIFT: u32 = 28;
 const INFO_RTT_MAX_US: u32 = (1 << INFO_MODE_SHIFT) - 1;
 
 fn check_params() -> Result {
-    module_params::load(MODULE_NAME, &PARAMS, read_params(), Params::validate)
+    module_params::load(&PARAMS, read_params(), Params::validate)
 }
 
 #[kunit_tests(rust_timely)]

@@ -515,6 +515,8 @@ impl Timely {
     /// patched TIMELY, whose fixed point lies above `T_low`, to 45-51% of a link it
     /// otherwise filled to 56% (bench `random_loss` against `random_loss_gate`); on a
     /// buffer shallower than `T_high` set `loss_rtt_us` to the buffer's drain time.
+    /// The last RTT is the completion's (the window's minimum) even with
+    /// `t_high_last_sample`: the state has no room for the last sample too.
     pub fn on_loss(&mut self, p: &Params) {
         if self.last_rtt_us != 0 && self.last_rtt_us < p.loss_rtt_us() {
             return;
@@ -667,7 +669,8 @@ pub struct Segmenter {
     pub recent_min_us: [u32; RTT_WINDOW_SEGS],
     /// Low 32 bits of the time (us) a sample of `source` was last taken.
     pub source_seen_us: u32,
-    /// Slot of `recent_min_us` the current segment fills.
+    /// Slot of `recent_min_us` the current segment fills; always below the window's slots,
+    /// which the parameters (fixed while a flow lives) set.
     pub recent_next: u8,
     /// `RttSource` of the samples taken; 0 before the first.
     pub source: u8,
@@ -813,6 +816,7 @@ impl Segmenter {
                 .div_ceil(p.seg_bytes.max(1))
                 .clamp(1, RTT_WINDOW_SEGS as u32) as usize,
         };
+        debug_assert!(usize::from(self.recent_next) < slots, "parameters changed");
         // Burst-head RTT: the minimum over the window, the current segment included.
         let window_min_us = self.recent_min_us[..slots]
             .iter()
