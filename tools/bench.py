@@ -529,8 +529,12 @@ HEADLINE_MARKS = ("<!-- headline: written by tools/bench.py report -->", "<!-- h
 
 
 # The scenarios the headline table draws on.
-HEADLINE_SCENARIOS = ("one_flow", "four_flows", "incast16", "flows_leaving", "convergence",
-                      "fct_websearch")
+# The papers' scale (10 Gbit/s, 20 us, MTU 9000, the unscaled constants): column title,
+# scenario, variant suffix of the algorithm.
+PAPER_SCALE_COLUMNS = [("1 flow", "one_flow_10g", ""), ("4 flows", "timely_noise_10g", ""),
+                       ("4 flows, 0-100 us noise", "timely_noise_10g", "+jit100"),
+                       ("16 flows", "incast16_10g", ""), ("32 flows", "incast32_10g", ""),
+                       ("64 flows", "incast64_10g", "")]
 
 
 def headline(results):
@@ -571,9 +575,26 @@ def headline(results):
                     and (f["size"] < 100 * 1024 if small else f["size"] >= 1024 * 1024))
         return f"{xs[min(len(xs) - 1, int(0.99 * len(xs)))] / 1000:.1f} ms" if xs else "-"
 
+    # The papers' scale first: each base algorithm that ran any of its scenarios.
+    paper_algos = sorted({r["algo"] for _, name, _ in PAPER_SCALE_COLUMNS
+                          for r in results.get(name, []) if "+jit" not in r["algo"]},
+                         key=algo_key)
+    lines = []
+    if paper_algos:
+        lines += ["At the papers' scale (10 Gbit/s, 20 us base delay, MTU 9000, a 200-frame "
+                  "drop-tail FIFO, dctcp K = 11 frames, TIMELY with the unscaled constants); "
+                  "each cell util / p99 RTT (`ss`), median of the runs (3 each):", "",
+                  "| algorithm | " + " | ".join(t for t, _, _ in PAPER_SCALE_COLUMNS) + " |",
+                  "|---|" + "---|" * len(PAPER_SCALE_COLUMNS)]
+        for a in paper_algos:
+            cells = [cell(name, a + suffix, ["util_pct", "rtt_p99_us"]).split(" (")[0]
+                     for _, name, suffix in PAPER_SCALE_COLUMNS]
+            lines.append(f"| {a} | " + " | ".join(cells) + " |")
+        lines += ["", "At 1 Gbit/s (200 us base delay, MTU 1500, a 500-packet FIFO, the "
+                  "constants scaled by 10; 5 runs each unless stated):", ""]
     present = {r["algo"] for name in HEADLINE_SCENARIOS for r in results.get(name, [])}
     algos = [a for a in sorted(present, key=algo_key) if a.split("+")[0] != "rust_reno"]
-    lines = ["| algorithm | 1 flow: util / p99 RTT | 4 flows: util / p99 RTT / Jain "
+    lines += ["| algorithm | 1 flow: util / p99 RTT | 4 flows: util / p99 RTT / Jain "
              "| 16 flows (incast): util / p99 RTT / Jain | 16 -> 2 flows: converge "
              "| 2nd flow joins: Jain / converge | web-search FCT p99, < 100 KB | >= 1 MB |",
              "|---|---|---|---|---|---|---|---|"]
@@ -586,9 +607,8 @@ def headline(results):
                      f"| {fct_p99(a, True)} | {fct_p99(a, False)} |")
     paper = [r for r in results.get("incast16_10g", []) if r.get("ok")]
     if paper:
-        lines += ["", "At the papers' scale (`incast16_10g`: 16 flows into one receiver at "
-                  "10 Gbit/s, 20 us base delay, MTU 9000, TIMELY with the unscaled constants; "
-                  "median (min-max) of the runs):", "",
+        lines += ["", "The papers' incast in detail (`incast16_10g`: 16 flows into one "
+                  "receiver at 10 Gbit/s; median (min-max) of the runs):", "",
                   "| algorithm | runs | util | p99 RTT us | controller's RTT p50 / p99 us "
                   "| queue p50 frames | Jain |", "|---|---:|---:|---:|---:|---:|---:|"]
         for a in sorted({r["algo"] for r in paper}, key=algo_key):
