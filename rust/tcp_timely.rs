@@ -166,6 +166,11 @@ kernel::module_tcp_cong! {
             description: "a loss halves the rate only at or above this RTT (us); 0: t_high_us",
             permissions: 0o444,
         },
+        rtt_window_rtts: u32 {
+            default: 0,
+            description: "0..=64: the RTT window also spans at most this many RTTs; 0: off",
+            permissions: 0o444,
+        },
         t_high_last_sample: u32 {
             default: 0,
             description: "1: T_high on the segment's last RTT sample; 0: on the completion's",
@@ -204,6 +209,7 @@ fn read_params() -> Params {
         loss_rtt_us: m::loss_rtt_us.value(),
         update_scaling: m::update_scaling.value(),
         t_high_last_sample: m::t_high_last_sample.value(),
+        rtt_window_rtts: m::rtt_window_rtts.value(),
     }
 }
 

@@ -128,6 +128,11 @@ pub struct Params {
     /// on the completion's RTT, the minimum over `rtt_window_bytes` (no difference with
     /// `rtt_window_bytes` 0).
     pub t_high_last_sample: u32,
+    /// 0: the RTT window is `rtt_window_bytes` of ACKs. N: it also spans at most N of the
+    /// flow's RTTs, whole segments of the current one's duration, at least one: with many
+    /// flows a segment takes several RTTs, and a minimum over four of them lags the queue
+    /// by ten RTTs or more.
+    pub rtt_window_rtts: u32,
 }
 
 /// Largest RTT sample taken at face value; larger ones are clamped to it.
@@ -170,6 +175,7 @@ impl Params {
         loss_rtt_us: 0,
         update_scaling: 0,
         t_high_last_sample: 0,
+        rtt_window_rtts: 0,
     };
 
     /// Additive step in bit/s.
@@ -317,6 +323,7 @@ impl Params {
         check("loss_rtt_us", p.loss_rtt_us, 0, MAX_RTT_US)?;
         check("update_scaling", p.update_scaling, 0, 1)?;
         check("t_high_last_sample", p.t_high_last_sample, 0, 1)?;
+        check("rtt_window_rtts", p.rtt_window_rtts, 0, 64)?;
         Ok(())
     }
 }
@@ -817,12 +824,21 @@ impl Segmenter {
                 .clamp(1, RTT_WINDOW_SEGS as u32) as usize,
         };
         debug_assert!(usize::from(self.recent_next) < slots, "parameters changed");
-        // Burst-head RTT: the minimum over the window, the current segment included.
-        let window_min_us = self.recent_min_us[..slots]
-            .iter()
-            .filter(|&&r| r != 0)
+        // With `rtt_window_rtts`, no more segments than this one's duration allows.
+        let segs = match p.rtt_window_rtts {
+            0 => slots,
+            rtts => {
+                let span_us = u64::from(rtts) * u64::from(segment_rtt_us);
+                (span_us / elapsed_us).clamp(1, slots as u64) as usize
+            }
+        };
+        // Burst-head RTT: the minimum over the window's last `segs` segments, the current
+        // one included.
+        let current = self.current_slot();
+        let window_min_us = (0..segs)
+            .map(|back| self.recent_min_us[(current + slots - back) % slots])
+            .filter(|&r| r != 0)
             .min()
-            .copied()
             .unwrap_or(segment_rtt_us);
         let last_us = match p.rtt_window_bytes {
             0 => segment_rtt_us,
@@ -1275,6 +1291,7 @@ mod tests {
             loss_rtt_us: rng.range(0, u64::from(MAX_RTT_US)) as u32,
             update_scaling: rng.range(0, 1) as u32,
             t_high_last_sample: rng.range(0, 1) as u32,
+            rtt_window_rtts: rng.range(0, 64) as u32,
         };
         assert_eq!(p.validate(), Ok(()));
         p
@@ -1392,6 +1409,27 @@ mod tests {
         s.on_ack(&paper, 10, 8192, Some(300));
         let c = s.on_ack(&paper, 20, 8192, Some(200)).unwrap();
         assert_eq!((c.rtt_us, c.last_rtt_us), (200, 200));
+    }
+
+    #[test]
+    fn rtt_window_bounded_by_rtts() {
+        // Segments of 1000 us at an RTT of 300-400 us: three RTTs cover one segment, so
+        // the window is the current segment alone; at 0 the minimum spans four.
+        let bounded = Params {
+            rtt_window_rtts: 3,
+            ..P
+        };
+        for (p, second) in [(P, 300), (bounded, 400)] {
+            let mut s = Segmenter::default();
+            s.restart(0);
+            assert_eq!(s.on_ack(&p, 1000, P.seg_bytes, Some(300)).unwrap().rtt_us, 300);
+            assert_eq!(s.on_ack(&p, 2000, P.seg_bytes, Some(400)).unwrap().rtt_us, second);
+        }
+        // Segments shorter than the RTT: the window keeps its four segments.
+        let mut s = Segmenter::default();
+        s.restart(0);
+        s.on_ack(&bounded, 100, P.seg_bytes, Some(300)).unwrap();
+        assert_eq!(s.on_ack(&bounded, 200, P.seg_bytes, Some(400)).unwrap().rtt_us, 300);
     }
 
     #[test]

@@ -306,7 +306,13 @@ impl SegModel {
             while self.recent.len() > slots {
                 self.recent.pop_front();
             }
-            *self.recent.iter().min().unwrap()
+            // At most `rtt_window_rtts` of this segment's RTT, in whole segments of its
+            // duration, at least one.
+            let segs = match p.rtt_window_rtts {
+                0 => slots,
+                m => (u64::from(m) * u64::from(min_rtt) / elapsed).clamp(1, slots as u64) as usize,
+            };
+            *self.recent.iter().rev().take(segs).min().unwrap()
         };
         // Only the last-sample rule's sample waited for the segment's serialization.
         let serialization = match (p.line_rate_mbps, p.rtt_window_bytes) {

@@ -17,7 +17,7 @@ use tcp_cc_core_fuzz::{params, Input};
 
 /// The README's table: each parameter's name, value and allowed range, computed in 64 bits
 /// from the values of the parameters the range depends on.
-fn table(p: &Params) -> [(&'static str, u32, u64, u64); 19] {
+fn table(p: &Params) -> [(&'static str, u32, u64, u64); 20] {
     let ppm = PPM;
     // max_rate_mbps 0: each flow's C from its link, at most MAX_RATE_MBPS.
     let c_mbps = match p.max_rate_mbps {
@@ -51,6 +51,7 @@ fn table(p: &Params) -> [(&'static str, u32, u64, u64); 19] {
         ("loss_rtt_us", p.loss_rtt_us, 0, rtt),
         ("update_scaling", p.update_scaling, 0, 1),
         ("t_high_last_sample", p.t_high_last_sample, 0, 1),
+        ("rtt_window_rtts", p.rtt_window_rtts, 0, 64),
     ]
 }
 

@@ -182,6 +182,7 @@ pub fn raw_params(i: &mut Input) -> Params {
         loss_rtt_us: i.u32(),
         update_scaling: i.u32(),
         t_high_last_sample: i.u32(),
+        rtt_window_rtts: i.u32(),
     }
 }
 
@@ -217,6 +218,7 @@ pub fn valid_params(i: &mut Input) -> Params {
         loss_rtt_us: i.in_range(0, MAX_RTT_US),
         update_scaling: i.in_range(0, 1),
         t_high_last_sample: i.in_range(0, 1),
+        rtt_window_rtts: i.in_range(0, 64),
     }
 }
 
@@ -232,7 +234,7 @@ pub fn params(i: &mut Input) -> Params {
     };
     // A preset with one value replaced by anything.
     let v = i.u32();
-    let fields: [&mut u32; 19] = [
+    let fields: [&mut u32; 20] = [
         &mut p.t_low_us,
         &mut p.t_high_us,
         &mut p.delta_kbps,
@@ -252,9 +254,10 @@ pub fn params(i: &mut Input) -> Params {
         &mut p.loss_rtt_us,
         &mut p.update_scaling,
         &mut p.t_high_last_sample,
+        &mut p.rtt_window_rtts,
     ];
-    match i.u8() % 20 {
-        19 => {}
+    match i.u8() % 21 {
+        20 => {}
         n => *fields.into_iter().nth(usize::from(n)).unwrap() = v,
     }
     p
