@@ -166,7 +166,7 @@ kernel::module_tcp_cong! {
             description: "a loss halves the rate only at or above this RTT (us); 0: t_high_us",
             permissions: 0o444,
         },
-        rtt_window_rtts: u32 {
+        patched_rtt_window_rtts: u32 {
             default: 0,
             description: "0..=64: the RTT window also spans at most this many RTTs; 0: off",
             permissions: 0o444,
@@ -209,7 +209,7 @@ fn read_params() -> Params {
         loss_rtt_us: m::loss_rtt_us.value(),
         update_scaling: m::update_scaling.value(),
         t_high_last_sample: m::t_high_last_sample.value(),
-        rtt_window_rtts: m::rtt_window_rtts.value(),
+        patched_rtt_window_rtts: m::patched_rtt_window_rtts.value(),
     }
 }
 
@@ -421,9 +421,12 @@ fn flow_c_mbps(sk: &Sock<'_>, p: &Params) -> u32 {
     p.flow_c_mbps(if p.max_rate_mbps == 0 { link() } else { None })
 }
 
-/// The parameters of the socket's flow: its C (kept in its state since `init`) and MSS.
-fn flow_params(sk: &Sock<'_>, st: &State) -> Params {
-    params().for_flow(st.cc.c_mbps, sk.mss())
+/// The parameters of the socket's flow: its variant's, its C (kept in its state since
+/// `init`) and MSS.
+fn flow_params(sk: &Sock<'_>, st: &State, variant: Variant) -> Params {
+    params()
+        .for_variant(variant)
+        .for_flow(st.cc.c_mbps, sk.mss())
 }
 
 /// The slot key of the socket's namespace and output device.
@@ -519,7 +522,7 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
     }
 
     fn cong_control(sk: &mut Sock<'_>, st: &mut State, _ack: u32, f: AckFlags, rs: &RateSample) {
-        let p = flow_params(sk, st);
+        let p = flow_params(sk, st, Self::VARIANT);
         let epoch = timely::sender_epoch(sk.now_us());
         if rs.acked_sacked > 0 && st.counted_epoch != epoch + 1 {
             // Once per epoch: a hash, a probe and an atomic add.
@@ -566,7 +569,7 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
         // CWR lasts until the data in flight when it began is acknowledged: one window.
         st.ce_armed = new_state == CaState::Cwr;
         if in_loss_recovery(new_state) && !in_loss_recovery(sk.ca_state()) {
-            let p = flow_params(sk, st);
+            let p = flow_params(sk, st, Self::VARIANT);
             st.cc.on_loss(&p);
             Self::apply(sk, st, &p);
         }
@@ -574,7 +577,7 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
 
     fn tx_start(sk: &mut Sock<'_>, st: &mut State) {
         // Back from idle: the next segment's delivery rate must not span the gap.
-        let p = flow_params(sk, st);
+        let p = flow_params(sk, st, Self::VARIANT);
         if st.seg.on_tx_start(&p, sk.now_us(), st.cc.rate_bps) {
             // After an idle period the RTT history describes another path state.
             st.cc.restart_gradient();

@@ -59,7 +59,7 @@ PARAM_TABLE=(
 	"tcp_timely|loss_rtt_us|0|10000000|"
 	"tcp_timely|update_scaling|0|1|"
 	"tcp_timely|t_high_last_sample|0|1|"
-	"tcp_timely|rtt_window_rtts|0|64|"
+	"tcp_timely|patched_rtt_window_rtts|0|64|"
 	"tcp_rust_dctcp|dctcp_shift_g|0|10|"
 	"tcp_rust_dctcp|dctcp_alpha_on_init|0|1024|"
 	"tcp_dx|headroom_ns|1|2000000000|"

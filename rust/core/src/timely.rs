@@ -128,11 +128,12 @@ pub struct Params {
     /// on the completion's RTT, the minimum over `rtt_window_bytes` (no difference with
     /// `rtt_window_bytes` 0).
     pub t_high_last_sample: u32,
-    /// 0: the RTT window is `rtt_window_bytes` of ACKs. N: it also spans at most N of the
-    /// flow's RTTs, whole segments of the current one's duration, at least one: with many
-    /// flows a segment takes several RTTs, and a minimum over four of them lags the queue
-    /// by ten RTTs or more.
-    pub rtt_window_rtts: u32,
+    /// Patched law only ([`Params::for_variant`]). 0: the RTT window is
+    /// `rtt_window_bytes` of ACKs. N: it also spans at most N of the flow's RTTs, whole
+    /// segments of the current one's duration, at least one: with many flows a segment
+    /// takes several RTTs, and a minimum over four of them lags the queue by ten RTTs or
+    /// more. The original law's flows drift apart with a short window (Jain 0.09-0.29).
+    pub patched_rtt_window_rtts: u32,
 }
 
 /// Largest RTT sample taken at face value; larger ones are clamped to it.
@@ -175,7 +176,7 @@ impl Params {
         loss_rtt_us: 0,
         update_scaling: 0,
         t_high_last_sample: 0,
-        rtt_window_rtts: 0,
+        patched_rtt_window_rtts: 0,
     };
 
     /// Additive step in bit/s.
@@ -232,6 +233,17 @@ impl Params {
             _ => *self,
         };
         p.for_mss(mss_bytes)
+    }
+
+    /// The parameters of a flow of `variant`: those of the other variant's law off.
+    pub fn for_variant(&self, variant: Variant) -> Params {
+        match variant {
+            Variant::Original => Params {
+                patched_rtt_window_rtts: 0,
+                ..*self
+            },
+            Variant::Patched => *self,
+        }
     }
 
     /// C in Mbit/s: `max_rate_mbps`, or with 0 (each flow its own, see
@@ -323,7 +335,7 @@ impl Params {
         check("loss_rtt_us", p.loss_rtt_us, 0, MAX_RTT_US)?;
         check("update_scaling", p.update_scaling, 0, 1)?;
         check("t_high_last_sample", p.t_high_last_sample, 0, 1)?;
-        check("rtt_window_rtts", p.rtt_window_rtts, 0, 64)?;
+        check("patched_rtt_window_rtts", p.patched_rtt_window_rtts, 0, 64)?;
         Ok(())
     }
 }
@@ -824,8 +836,8 @@ impl Segmenter {
                 .clamp(1, RTT_WINDOW_SEGS as u32) as usize,
         };
         debug_assert!(usize::from(self.recent_next) < slots, "parameters changed");
-        // With `rtt_window_rtts`, no more segments than this one's duration allows.
-        let segs = match p.rtt_window_rtts {
+        // With `patched_rtt_window_rtts`, no more segments than this one's duration allows.
+        let segs = match p.patched_rtt_window_rtts {
             0 => slots,
             rtts => {
                 let span_us = u64::from(rtts) * u64::from(segment_rtt_us);
@@ -1291,7 +1303,7 @@ mod tests {
             loss_rtt_us: rng.range(0, u64::from(MAX_RTT_US)) as u32,
             update_scaling: rng.range(0, 1) as u32,
             t_high_last_sample: rng.range(0, 1) as u32,
-            rtt_window_rtts: rng.range(0, 64) as u32,
+            patched_rtt_window_rtts: rng.range(0, 64) as u32,
         };
         assert_eq!(p.validate(), Ok(()));
         p
@@ -1416,20 +1428,31 @@ mod tests {
         // Segments of 1000 us at an RTT of 300-400 us: three RTTs cover one segment, so
         // the window is the current segment alone; at 0 the minimum spans four.
         let bounded = Params {
-            rtt_window_rtts: 3,
+            patched_rtt_window_rtts: 3,
             ..P
         };
         for (p, second) in [(P, 300), (bounded, 400)] {
             let mut s = Segmenter::default();
             s.restart(0);
-            assert_eq!(s.on_ack(&p, 1000, P.seg_bytes, Some(300)).unwrap().rtt_us, 300);
-            assert_eq!(s.on_ack(&p, 2000, P.seg_bytes, Some(400)).unwrap().rtt_us, second);
+            assert_eq!(
+                s.on_ack(&p, 1000, P.seg_bytes, Some(300)).unwrap().rtt_us,
+                300
+            );
+            assert_eq!(
+                s.on_ack(&p, 2000, P.seg_bytes, Some(400)).unwrap().rtt_us,
+                second
+            );
         }
         // Segments shorter than the RTT: the window keeps its four segments.
         let mut s = Segmenter::default();
         s.restart(0);
         s.on_ack(&bounded, 100, P.seg_bytes, Some(300)).unwrap();
-        assert_eq!(s.on_ack(&bounded, 200, P.seg_bytes, Some(400)).unwrap().rtt_us, 300);
+        assert_eq!(
+            s.on_ack(&bounded, 200, P.seg_bytes, Some(400))
+                .unwrap()
+                .rtt_us,
+            300
+        );
     }
 
     #[test]

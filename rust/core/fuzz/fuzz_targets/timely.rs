@@ -306,9 +306,9 @@ impl SegModel {
             while self.recent.len() > slots {
                 self.recent.pop_front();
             }
-            // At most `rtt_window_rtts` of this segment's RTT, in whole segments of its
+            // At most `patched_rtt_window_rtts` of this segment's RTT, in whole segments of its
             // duration, at least one.
-            let segs = match p.rtt_window_rtts {
+            let segs = match p.patched_rtt_window_rtts {
                 0 => slots,
                 m => (u64::from(m) * u64::from(min_rtt) / elapsed).clamp(1, slots as u64) as usize,
             };
@@ -390,8 +390,22 @@ impl Flow {
         assert_eq!(u128::from(cwnd_cap_pkts(p, self.cc.rate_bps, mss)), pkts);
     }
 
-    /// The module's `cong_control`.
+    /// The module's `cong_control`, with its variant's parameters.
     fn ack(&mut self, p: &Params, now: u64, bytes: u32, sample: i64, delayed: bool, app: bool) {
+        let own = p.for_variant(self.variant);
+        // Only the patched law's own rule differs between the variants.
+        let expect_rtts = match self.variant {
+            Variant::Original => 0,
+            Variant::Patched => p.patched_rtt_window_rtts,
+        };
+        assert_eq!(
+            own,
+            Params {
+                patched_rtt_window_rtts: expect_rtts,
+                ..*p
+            }
+        );
+        let p = &own;
         let rtt = usable_rtt_us(u32::try_from(sample).ok(), delayed);
         assert_eq!(rtt, u32::try_from(sample).ok().filter(|_| !delayed));
         let c = self.seg.on_ack(p, now, bytes, rtt);

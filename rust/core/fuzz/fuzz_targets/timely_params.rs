@@ -51,7 +51,7 @@ fn table(p: &Params) -> [(&'static str, u32, u64, u64); 20] {
         ("loss_rtt_us", p.loss_rtt_us, 0, rtt),
         ("update_scaling", p.update_scaling, 0, 1),
         ("t_high_last_sample", p.t_high_last_sample, 0, 1),
-        ("rtt_window_rtts", p.rtt_window_rtts, 0, 64),
+        ("patched_rtt_window_rtts", p.patched_rtt_window_rtts, 0, 64),
     ]
 }
 

@@ -182,7 +182,7 @@ pub fn raw_params(i: &mut Input) -> Params {
         loss_rtt_us: i.u32(),
         update_scaling: i.u32(),
         t_high_last_sample: i.u32(),
-        rtt_window_rtts: i.u32(),
+        patched_rtt_window_rtts: i.u32(),
     }
 }
 
@@ -218,7 +218,7 @@ pub fn valid_params(i: &mut Input) -> Params {
         loss_rtt_us: i.in_range(0, MAX_RTT_US),
         update_scaling: i.in_range(0, 1),
         t_high_last_sample: i.in_range(0, 1),
-        rtt_window_rtts: i.in_range(0, 64),
+        patched_rtt_window_rtts: i.in_range(0, 64),
     }
 }
 
@@ -254,7 +254,7 @@ pub fn params(i: &mut Input) -> Params {
         &mut p.loss_rtt_us,
         &mut p.update_scaling,
         &mut p.t_high_last_sample,
-        &mut p.rtt_window_rtts,
+        &mut p.patched_rtt_window_rtts,
     ];
     match i.u8() % 21 {
         20 => {}
