@@ -168,7 +168,7 @@ kernel::module_tcp_cong! {
         },
         patched_rtt_window_rtts: u32 {
             default: 0,
-            description: "0..=64: the RTT window also spans at most this many RTTs; 0: off",
+            description: "timely_patched: the RTT window spans at most this many RTTs; 0: off",
             permissions: 0o444,
         },
         t_high_last_sample: u32 {

@@ -271,8 +271,8 @@ mod tests {
         // 64 flows at 10 Gbit/s: a flow completes a 16 KB segment every 0.84 ms, so the
         // default 64 KB window's minimum lags the queue by three of them (about six RTTs at
         // the fixed point) and the flows overshoot and back off together. A window of one
-        // segment, or one bounded by three RTTs (`patched_rtt_window_rtts`), holds the link; with
-        // 64 flows at Theorem 5's point. The bench sees the same (`incast64_10g` against
+        // segment, or one bounded by three RTTs (`patched_rtt_window_rtts`), holds the link,
+        // with 64 flows at Theorem 5's point. The bench sees the same (`incast64_10g` against
         // `incast64_10g_window16k`: 66.9% against 99.2%). With 128 flows the point (850
         // us) lies above T_high, where Theorem 5 does not hold.
         for n in [64u64, 128] {
@@ -309,5 +309,14 @@ mod tests {
                 default.utilization
             );
         }
+        // The bound is the patched law's: the original law's flows ignore it.
+        let starts: Vec<u64> = (0..4).map(|i| 1_250_000_000 * (1 + i % 3)).collect();
+        let original = |rtts: u32| {
+            let mut s = paper_scenario(Variant::Original, starts.clone(), 50_000_000);
+            s.params.patched_rtt_window_rtts = rtts;
+            let o = simulate(&s);
+            (o.rates_bps, o.rtt_us)
+        };
+        assert_eq!(original(3), original(0));
     }
 }

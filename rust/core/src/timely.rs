@@ -131,8 +131,8 @@ pub struct Params {
     /// Patched law only ([`Params::for_variant`]). 0: the RTT window is
     /// `rtt_window_bytes` of ACKs. N: it also spans at most N of the flow's RTTs, whole
     /// segments of the current one's duration, at least one: with many flows a segment
-    /// takes several RTTs, and a minimum over four of them lags the queue by ten RTTs or
-    /// more. The original law's flows drift apart with a short window (Jain 0.09-0.29).
+    /// takes two RTTs or more, and a minimum over four of them lags the queue by six RTTs
+    /// or more. The original law's flows drift apart with a short window (Jain 0.09-0.29).
     pub patched_rtt_window_rtts: u32,
 }
 
