@@ -255,14 +255,14 @@ impl SenderSlot {
     /// The slot of `key`, taking a free or stale one if `claim` (a flow about to count
     /// itself) and none has it yet.
     fn find(key: u64, epoch: u32, claim: bool) -> Option<&'static SenderSlot> {
-        let probe = || probe(&SENDERS, key, SENDER_PROBES);
-        if let Some(slot) = probe().find(|slot| slot.key.load(Relaxed) == key) {
+        let slots = || probe(&SENDERS, key, SENDER_PROBES);
+        if let Some(slot) = slots().find(|slot| slot.key.load(Relaxed) == key) {
             return Some(slot);
         }
         if !claim {
             return None;
         }
-        probe().find(|slot| {
+        slots().find(|slot| {
             let old = slot.key.load(Relaxed);
             let free = old == 0 || timely::recent_senders(slot.words(), epoch) == 0;
             // Taken from under us by another key: probe on.

@@ -27,6 +27,7 @@ RAW = os.path.join(ROOT, "results", "raw")
 PLOTS = os.path.join(ROOT, "results", "plots")
 REPORT = os.path.join(ROOT, "results", "BENCH.md")
 ALGO_ORDER = ["cubic", "dctcp", "bbr", "rust_reno", "timely", "timely_patched"]
+# The scenarios the headline's 1 Gbit/s table draws on.
 HEADLINE_SCENARIOS = ["one_flow", "four_flows", "incast16", "flows_leaving", "convergence",
                       "fct_websearch"]
 
@@ -528,7 +529,6 @@ README = os.path.join(ROOT, "README.md")
 HEADLINE_MARKS = ("<!-- headline: written by tools/bench.py report -->", "<!-- headline end -->")
 
 
-# The scenarios the headline table draws on.
 # The papers' scale (10 Gbit/s, 20 us, MTU 9000, the unscaled constants): column title,
 # scenario, variant suffix of the algorithm.
 PAPER_SCALE_COLUMNS = [("1 flow", "one_flow_10g", ""), ("4 flows", "timely_noise_10g", ""),

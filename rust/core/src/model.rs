@@ -93,7 +93,7 @@ pub fn simulate(s: &Scenario) -> Outcome {
         .start_rates_bps
         .iter()
         .map(|&r| Flow {
-            cc: Timely::new(&s.params, r),
+            cc: Timely::new(&params, r),
             seg: Segmenter::default(),
             ack_bit_ns: 0,
             pending: VecDeque::new(),

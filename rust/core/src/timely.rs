@@ -852,12 +852,9 @@ impl Segmenter {
             .filter(|&r| r != 0)
             .min()
             .unwrap_or(segment_rtt_us);
-        let last_us = match p.rtt_window_bytes {
-            0 => segment_rtt_us,
-            _ => self.last_rtt_us,
-        };
         let rtt_us = window_min_us.saturating_sub(serialization_us).max(1);
-        let last_rtt_us = last_us.saturating_sub(serialization_us).max(1);
+        // With the paper's rule the segment's RTT is this same last sample.
+        let last_rtt_us = self.last_rtt_us.saturating_sub(serialization_us).max(1);
         let new_source = self.source_changed;
         self.source_changed = false;
         self.acked_bytes = 0;
