@@ -167,7 +167,7 @@ kernel::module_tcp_cong! {
             permissions: 0o444,
         },
         patched_rtt_window_rtts: u32 {
-            default: 0,
+            default: 4,
             description: "timely_patched: the RTT window spans at most this many RTTs; 0: off",
             permissions: 0o444,
         },

@@ -129,7 +129,7 @@ pub struct Params {
     /// `rtt_window_bytes` 0).
     pub t_high_last_sample: u32,
     /// Patched law only ([`Params::for_variant`]). 0: the RTT window is
-    /// `rtt_window_bytes` of ACKs. N: it also spans at most N of the flow's RTTs, whole
+    /// `rtt_window_bytes` of ACKs. N (default 4): it also spans at most N of the flow's RTTs, whole
     /// segments of the current one's duration, at least one: with many flows a segment
     /// takes two RTTs or more, and a minimum over four of them lags the queue by six RTTs
     /// or more. The original law's flows drift apart with a short window (Jain 0.09-0.29).
@@ -176,7 +176,9 @@ impl Params {
         loss_rtt_us: 0,
         update_scaling: 0,
         t_high_last_sample: 0,
-        patched_rtt_window_rtts: 0,
+        // Not the papers': without it, 64 flows at 10 Gbit/s leave a third of the link
+        // unused (README, "RTT window").
+        patched_rtt_window_rtts: 4,
     };
 
     /// Additive step in bit/s.
@@ -1428,7 +1430,11 @@ mod tests {
             patched_rtt_window_rtts: 3,
             ..P
         };
-        for (p, second) in [(P, 300), (bounded, 400)] {
+        let unbounded = Params {
+            patched_rtt_window_rtts: 0,
+            ..P
+        };
+        for (p, second) in [(unbounded, 300), (bounded, 400)] {
             let mut s = Segmenter::default();
             s.restart(0);
             assert_eq!(
