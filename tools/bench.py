@@ -534,7 +534,12 @@ HEADLINE_MARKS = ("<!-- headline: written by tools/bench.py report -->", "<!-- h
 PAPER_SCALE_COLUMNS = [("1 flow", "one_flow_10g", ""), ("4 flows", "timely_noise_10g", ""),
                        ("4 flows, 0-100 us noise", "timely_noise_10g", "+jit100"),
                        ("16 flows", "incast16_10g", ""), ("32 flows", "incast32_10g", ""),
-                       ("64 flows", "incast64_10g", "")]
+                       ("64 flows", "incast64_10g", ""),
+                       ("4 flows, 1% random loss: util / Jain", "random_loss_10g", "+loss1")]
+# Each column's cell: util / p99 RTT unless its title names other keys.
+PAPER_SCALE_KEYS = {"random_loss_10g": ["util_pct", "jain"]}
+# The web-search workload at 10 Gbit/s: its FCT p99 columns close the table.
+PAPER_SCALE_FCT = "fct_websearch_10g"
 
 
 def headline(results):
@@ -566,29 +571,35 @@ def headline(results):
         return " / ".join(parts) + (f" ({len(ok)} runs{f', {failed} failed' if failed else ''})"
                                     if len(rs) > 1 else "")
 
-    def fct_p99(algo, small):
-        rs = [r for r in runs("fct_websearch", algo) if r.get("ok") and "fct" in r]
+    def fct_p99(algo, small, name="fct_websearch"):
+        # Over every run's flows (each run draws its own arrivals and sizes).
+        rs = [r for r in runs(name, algo) if r.get("ok") and "fct" in r]
         if not rs:
             return "-"
-        r = rs[0]
-        xs = sorted(f["fct_us"] for f in r["fct"]["flows"] if "fct_us" in f
+        xs = sorted(f["fct_us"] for r in rs for f in r["fct"]["flows"] if "fct_us" in f
                     and (f["size"] < 100 * 1024 if small else f["size"] >= 1024 * 1024))
         return f"{xs[min(len(xs) - 1, int(0.99 * len(xs)))] / 1000:.1f} ms" if xs else "-"
 
-    # The papers' scale first: each base algorithm that ran any of its scenarios.
-    paper_algos = sorted({r["algo"] for _, name, _ in PAPER_SCALE_COLUMNS
-                          for r in results.get(name, []) if "+jit" not in r["algo"]},
+    # The papers' scale first: each base algorithm (and tuned baseline) that ran any of its scenarios; the noise
+    # and loss variants are columns, not rows.
+    paper_names = [name for _, name, _ in PAPER_SCALE_COLUMNS] + [PAPER_SCALE_FCT]
+    paper_algos = sorted({r["algo"] for name in paper_names for r in results.get(name, [])
+                          if "+jit" not in r["algo"] and "+loss" not in r["algo"]},
                          key=algo_key)
     lines = []
     if paper_algos:
         lines += ["At the papers' scale (10 Gbit/s, 20 us base delay, MTU 9000, a 200-frame "
                   "drop-tail FIFO, dctcp K = 11 frames, TIMELY with the unscaled constants); "
-                  "each cell util / p99 RTT (`ss`), median of the runs (3 each):", "",
-                  "| algorithm | " + " | ".join(t for t, _, _ in PAPER_SCALE_COLUMNS) + " |",
-                  "|---|" + "---|" * len(PAPER_SCALE_COLUMNS)]
+                  "each cell util / p99 RTT (`ss`) unless its column says otherwise, median "
+                  "of the runs (3 each); the web-search FCT p99 over the flows of 3 runs:", "",
+                  "| algorithm | " + " | ".join(t for t, _, _ in PAPER_SCALE_COLUMNS)
+                  + " | web-search FCT p99, < 100 KB | >= 1 MB |",
+                  "|---|" + "---|" * (len(PAPER_SCALE_COLUMNS) + 2)]
         for a in paper_algos:
-            cells = [cell(name, a + suffix, ["util_pct", "rtt_p99_us"]).split(" (")[0]
+            cells = [cell(name, a + suffix,
+                          PAPER_SCALE_KEYS.get(name, ["util_pct", "rtt_p99_us"])).split(" (")[0]
                      for _, name, suffix in PAPER_SCALE_COLUMNS]
+            cells += [fct_p99(a, small, PAPER_SCALE_FCT) for small in (True, False)]
             lines.append(f"| {a} | " + " | ".join(cells) + " |")
         lines += ["", "At 1 Gbit/s (200 us base delay, MTU 1500, a 500-packet FIFO, the "
                   "constants scaled by 10; 5 runs each unless stated):", ""]
