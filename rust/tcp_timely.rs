@@ -65,7 +65,9 @@ use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 #[path = "core/src/lib.rs"]
 mod cc_core;
 
-use cc_core::timely::{self, Completion, Mode, Params, RttSource, Segmenter, Timely, Variant};
+use cc_core::timely::{
+    self, Completion, LossWindow, Mode, Params, RttSource, Segmenter, Timely, Variant,
+};
 
 kernel::module_tcp_cong! {
     algorithms: [TimelyCc<false>, TimelyCc<true>],
@@ -445,8 +447,8 @@ struct State {
     /// halves the rate (CWR is also entered without one: a local qdisc's push-back, a loss
     /// a tail-loss probe repaired).
     ce_armed: bool,
-    /// Packets TCP marked lost since the last completion (saturating).
-    seg_lost_pkts: u8,
+    /// Packets lost over the last completions, for the heavy-loss test.
+    loss: LossWindow,
 }
 
 /// TIMELY; `PATCHED` selects Algorithm 2 of "ECN or Delay" in the gradient zone.
@@ -474,8 +476,7 @@ impl<const PATCHED: bool> TimelyCc<PATCHED> {
         if c.new_source {
             st.cc.restart_gradient();
         }
-        let lost = core::mem::take(&mut st.seg_lost_pkts);
-        if timely::is_heavy_loss(lost.into(), p.seg_bytes, mss) {
+        if st.loss.on_completion(p.seg_bytes, mss) {
             st.cc.on_heavy_loss(p);
             return;
         }
@@ -537,8 +538,7 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
             st.ce_armed = false;
             st.cc.on_ce(&p);
         }
-        let losses = u8::try_from(rs.losses).unwrap_or(u8::MAX);
-        st.seg_lost_pkts = st.seg_lost_pkts.saturating_add(losses);
+        st.loss.on_loss(rs.losses);
         let acked_bytes = rs.acked_sacked.saturating_mul(sk.mss());
         // The kernel's RTT, not where it may include the receiver's delayed-ACK wait; the
         // segmenter takes it only while the delay-stamp option gives no network RTT.

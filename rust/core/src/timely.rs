@@ -554,8 +554,8 @@ impl Timely {
         self.halve(p, Mode::Ce);
     }
 
-    /// A completion whose segment lost at least one packet in [`HEAVY_LOSS_DIVISOR`] (see
-    /// [`is_heavy_loss`]): congestion at any RTT, halved once per completion. A queue an AQM
+    /// Completions that lost at least one packet in [`HEAVY_LOSS_DIVISOR`] (see
+    /// [`LossWindow`]): congestion at any RTT, halved once per window. A queue an AQM
     /// holds below `T_high` by dropping (a switch that drops packets that are not
     /// ECN-capable above its marking threshold) never lets the RTT reach the loss gate, and
     /// a flow that ignored those drops would take the link from the flows that answer them.
@@ -571,15 +571,48 @@ impl Timely {
     }
 }
 
-/// A segment that lost one packet in this many (25%) did so to congestion, whatever the
-/// RTT: random loss of 1% loses three of a 16 KB segment's 11 packets in 0.02% of
-/// segments (two in 0.5%, too often to halve for).
+/// Packets lost in this many (25%) were lost to congestion, whatever the RTT: random loss
+/// of 1% loses three of [`HEAVY_LOSS_MIN_PKTS`] in 0.02% of windows (two in 0.6%, too
+/// often to halve for).
 pub const HEAVY_LOSS_DIVISOR: u32 = 4;
+/// The fewest packets the heavy-loss test looks at: a 16 KB segment of 1448-byte packets,
+/// one segment; of jumbo frames (two packets per segment), six. Over a single two-packet
+/// segment any loss would be heavy, and random loss of 1% held patched TIMELY to a
+/// quarter of a 10 Gbit/s link (bench `random_loss_10g`).
+pub const HEAVY_LOSS_MIN_PKTS: u32 = 12;
 
-/// Whether `lost_pkts` lost while a segment of `seg_bytes` was acknowledged is heavy loss.
-pub fn is_heavy_loss(lost_pkts: u32, seg_bytes: u32, mss_bytes: u32) -> bool {
-    let seg_pkts = (seg_bytes / mss_bytes.max(1)).max(1);
-    lost_pkts > 0 && lost_pkts.saturating_mul(HEAVY_LOSS_DIVISOR) >= seg_pkts
+/// The packets lost over the last completions, for the heavy-loss test: a window of whole
+/// segments spanning at least [`HEAVY_LOSS_MIN_PKTS`] packets (2 bytes, saturating).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(MODULE, derive(pin_init::Zeroable))]
+pub struct LossWindow {
+    /// Packets TCP marked lost since the window began.
+    pub lost_pkts: u8,
+    /// Packets of the window's completed segments (`seg_bytes` / MSS, rounded up, each).
+    pub seg_pkts: u8,
+}
+
+impl LossWindow {
+    /// TCP marked `lost_pkts` packets lost.
+    pub fn on_loss(&mut self, lost_pkts: u32) {
+        let lost = u8::try_from(lost_pkts).unwrap_or(u8::MAX);
+        self.lost_pkts = self.lost_pkts.saturating_add(lost);
+    }
+
+    /// A segment of `seg_bytes` completed, of packets of `mss_bytes`: whether the window
+    /// it closes lost at least one packet in [`HEAVY_LOSS_DIVISOR`]. A window short of
+    /// [`HEAVY_LOSS_MIN_PKTS`] stays open.
+    pub fn on_completion(&mut self, seg_bytes: u32, mss_bytes: u32) -> bool {
+        let seg_pkts = seg_bytes.div_ceil(mss_bytes.max(1)).max(1);
+        let pkts = u32::from(self.seg_pkts).saturating_add(seg_pkts);
+        if pkts < HEAVY_LOSS_MIN_PKTS {
+            // Below 12: fits.
+            self.seg_pkts = pkts as u8;
+            return false;
+        }
+        let lost = u32::from(core::mem::take(self).lost_pkts);
+        lost > 0 && lost * HEAVY_LOSS_DIVISOR >= pkts
+    }
 }
 
 /// `rate * (1 - cut)`, never below half of `rate`.
@@ -1247,13 +1280,35 @@ mod tests {
 
     #[test]
     fn heavy_loss_is_one_packet_in_four() {
-        // 16 KB of 1448-byte packets: 11.
-        assert!(!is_heavy_loss(0, 16_384, 1448));
-        assert!(!is_heavy_loss(2, 16_384, 1448));
-        assert!(is_heavy_loss(3, 16_384, 1448));
-        // Jumbo frames: 16 KB is 1 packet; any loss is heavy.
-        assert!(is_heavy_loss(1, 16_384, 8948));
-        assert!(!is_heavy_loss(0, 16_384, 0));
+        // 16 KB of 1448-byte packets: 12 (rounded up), one segment a window.
+        let heavy = |lost: u32, mss: u32| {
+            let mut w = LossWindow::default();
+            w.on_loss(lost);
+            w.on_completion(16_384, mss)
+        };
+        assert!(!heavy(0, 1448));
+        assert!(!heavy(2, 1448));
+        assert!(heavy(3, 1448));
+        assert!(!heavy(0, 0));
+        // Jumbo frames: two packets a segment, a window of six segments; the window's
+        // losses count wherever they fell, and it starts again after.
+        let mut w = LossWindow::default();
+        w.on_loss(2);
+        for _ in 0..5 {
+            assert!(!w.on_completion(16_384, 8948));
+        }
+        w.on_loss(1);
+        assert!(w.on_completion(16_384, 8948));
+        assert_eq!(w, LossWindow::default());
+        w.on_loss(2);
+        assert!(!(0..6).any(|_| w.on_completion(16_384, 8948)));
+        // Saturating, never wrapping; the window's packets saturate too.
+        w.on_loss(u32::MAX);
+        w.on_loss(300);
+        assert_eq!(w.lost_pkts, u8::MAX);
+        assert!(w.on_completion(16_384, 1448));
+        w.on_loss(u32::MAX);
+        assert!(!w.on_completion(MAX_SEG_BYTES, 1));
         let mut t = warmed(Variant::Patched, 1_000_000_000, 30);
         t.on_heavy_loss(&P);
         assert_eq!((t.rate_bps, t.mode), (500_000_000, Mode::Loss as u8));
