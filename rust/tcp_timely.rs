@@ -34,8 +34,9 @@
 //!   keeps (`LinkSpeeds`), else 10 Gbit/s;
 //! - entering fast recovery or a retransmission timeout halves the rate, once per episode,
 //!   unless the last RTT was below `loss_rtt_us` (T_high by default: below it the delay
-//!   law holds the queue, and a loss is not taken as congestion); but a completion whose
-//!   segment lost one packet in four halves it at any RTT (an AQM that drops);
+//!   law holds the queue, and a loss is not taken as congestion); but completions that
+//!   lost one packet in four, over whole segments of at least 12 packets
+//!   (`timely::LossWindow`), halve it at any RTT (an AQM that drops);
 //! - an ECN congestion mark the peer echoes (TCP's CWR state, once per window) halves the
 //!   rate at any RTT, as RFC 3168 asks: where ECN is negotiated it is answered.
 //!
