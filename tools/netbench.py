@@ -298,7 +298,7 @@ def run_scenario(sc, algo, log=print, rep=0):
     cc = ccs[0]
     flows = jitter_starts(sc, expand_flows(sc), rep)
     mix = flow_mix(sc)
-    if max(mix) >= len(ccs):
+    if max(mix, default=0) >= len(ccs):
         sys.exit(f"error: flow group mix {max(mix)} needs a control '{algo}' does not name")
     flow_cc = [ccs[m] for m in mix]
     rc3 = variant.get("rc3", False)
