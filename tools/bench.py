@@ -530,14 +530,17 @@ HEADLINE_MARKS = ("<!-- headline: written by tools/bench.py report -->", "<!-- h
 
 
 # The papers' scale (10 Gbit/s, 20 us, MTU 9000, the unscaled constants): column title,
-# scenario, variant suffix of the algorithm.
-PAPER_SCALE_COLUMNS = [("1 flow", "one_flow_10g", ""), ("4 flows", "timely_noise_10g", ""),
-                       ("4 flows, 0-100 us noise", "timely_noise_10g", "+jit100"),
-                       ("16 flows", "incast16_10g", ""), ("32 flows", "incast32_10g", ""),
-                       ("64 flows", "incast64_10g", ""),
-                       ("4 flows, 1% random loss: util / Jain", "random_loss_10g", "+loss1")]
-# Each column's cell: util / p99 RTT unless its title names other keys.
-PAPER_SCALE_KEYS = {"random_loss_10g": ["util_pct", "jain"]}
+# scenario, variant suffix of the algorithm, the cell's keys (its title names any but
+# util / p99 RTT).
+UTIL_P99 = ["util_pct", "rtt_p99_us"]
+PAPER_SCALE_COLUMNS = [("1 flow", "one_flow_10g", "", UTIL_P99),
+                       ("4 flows", "timely_noise_10g", "", UTIL_P99),
+                       ("4 flows, 0-100 us noise", "timely_noise_10g", "+jit100", UTIL_P99),
+                       ("16 flows", "incast16_10g", "", UTIL_P99),
+                       ("32 flows", "incast32_10g", "", UTIL_P99),
+                       ("64 flows", "incast64_10g", "", UTIL_P99),
+                       ("4 flows, 1% random loss: util / Jain", "random_loss_10g", "+loss1",
+                        ["util_pct", "jain"])]
 # The web-search workload at 10 Gbit/s: its FCT p99 columns close the table.
 PAPER_SCALE_FCT = "fct_websearch_10g"
 
@@ -580,9 +583,9 @@ def headline(results):
                     and (f["size"] < 100 * 1024 if small else f["size"] >= 1024 * 1024))
         return f"{xs[min(len(xs) - 1, int(0.99 * len(xs)))] / 1000:.1f} ms" if xs else "-"
 
-    # The papers' scale first: each base algorithm (and tuned baseline) that ran any of its scenarios; the noise
-    # and loss variants are columns, not rows.
-    paper_names = [name for _, name, _ in PAPER_SCALE_COLUMNS] + [PAPER_SCALE_FCT]
+    # The papers' scale first: each base algorithm (and tuned baseline) that ran any of its
+    # scenarios; the noise and loss variants are columns, not rows.
+    paper_names = [name for _, name, _, _ in PAPER_SCALE_COLUMNS] + [PAPER_SCALE_FCT]
     paper_algos = sorted({r["algo"] for name in paper_names for r in results.get(name, [])
                           if "+jit" not in r["algo"] and "+loss" not in r["algo"]},
                          key=algo_key)
@@ -592,13 +595,12 @@ def headline(results):
                   "drop-tail FIFO, dctcp K = 11 frames, TIMELY with the unscaled constants); "
                   "each cell util / p99 RTT (`ss`) unless its column says otherwise, median "
                   "of the runs (3 each); the web-search FCT p99 over the flows of 3 runs:", "",
-                  "| algorithm | " + " | ".join(t for t, _, _ in PAPER_SCALE_COLUMNS)
+                  "| algorithm | " + " | ".join(t for t, _, _, _ in PAPER_SCALE_COLUMNS)
                   + " | web-search FCT p99, < 100 KB | >= 1 MB |",
                   "|---|" + "---|" * (len(PAPER_SCALE_COLUMNS) + 2)]
         for a in paper_algos:
-            cells = [cell(name, a + suffix,
-                          PAPER_SCALE_KEYS.get(name, ["util_pct", "rtt_p99_us"])).split(" (")[0]
-                     for _, name, suffix in PAPER_SCALE_COLUMNS]
+            cells = [cell(name, a + suffix, keys).split(" (")[0]
+                     for _, name, suffix, keys in PAPER_SCALE_COLUMNS]
             cells += [fct_p99(a, small, PAPER_SCALE_FCT) for small in (True, False)]
             lines.append(f"| {a} | " + " | ".join(cells) + " |")
         lines += ["", "At 1 Gbit/s (200 us base delay, MTU 1500, a 500-packet FIFO, the "

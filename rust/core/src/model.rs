@@ -113,8 +113,9 @@ pub fn simulate(s: &Scenario) -> Outcome {
     let mut queue_bit_ns: u128 = 0;
     let measure_from = s.duration_ns - s.duration_ns / 4;
     let (mut rtt_sum, mut rtt_n, mut served_bits) = (0f64, 0u64, 0u128);
-    let (mut updates, mut saturated) = (0u64, 0u64);
-    // (sum of completion RTTs in us, count) at weight 1 and at weight 0.
+    let mut updates = 0u64;
+    // (sum of completion RTTs in us, count) at weight 1 and at weight 0: the saturated
+    // updates.
     let (mut at_one, mut at_zero) = ((0u64, 0u64), (0u64, 0u64));
     let mut t = 0;
     while t < s.duration_ns {
@@ -149,7 +150,6 @@ pub fn simulate(s: &Scenario) -> Outcome {
                     if t >= measure_from && f.cc.mode == Mode::Weighted as u8 {
                         let w = patched_weight_ppm(f.cc.gradient_ppm.into());
                         updates += 1;
-                        saturated += u64::from(w == 0 || w == PPM);
                         let at = match w {
                             0 => &mut at_zero,
                             PPM => &mut at_one,
@@ -185,7 +185,7 @@ pub fn simulate(s: &Scenario) -> Outcome {
         rates_bps: rates,
         rtt_us: rtt_sum / rtt_n as f64,
         utilization: served_bits as f64 / 1e9 / window_s / s.capacity_bps as f64,
-        saturated_weight_share: saturated as f64 / updates.max(1) as f64,
+        saturated_weight_share: (at_one.1 + at_zero.1) as f64 / updates.max(1) as f64,
         rtt_at_weight_one_us: at_one.0 as f64 / at_one.1.max(1) as f64,
         rtt_at_weight_zero_us: at_zero.0 as f64 / at_zero.1.max(1) as f64,
     }

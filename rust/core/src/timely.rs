@@ -129,10 +129,11 @@ pub struct Params {
     /// `rtt_window_bytes` 0).
     pub t_high_last_sample: u32,
     /// Patched law only ([`Params::for_variant`]). 0: the RTT window is
-    /// `rtt_window_bytes` of ACKs. N (default 4): it also spans at most N of the flow's RTTs, whole
-    /// segments of the current one's duration, at least one: with many flows a segment
-    /// takes two RTTs or more, and a minimum over four of them lags the queue by six RTTs
-    /// or more. The original law's flows drift apart with a short window (Jain 0.09-0.29).
+    /// `rtt_window_bytes` of ACKs. N (default 4): it also spans at most N of the flow's
+    /// RTTs, whole segments of the current one's duration, at least one: with many flows a
+    /// segment takes two RTTs or more, and a minimum over four of them lags the queue by
+    /// six RTTs or more. The original law's flows drift apart with a short window (Jain
+    /// 0.09-0.29).
     pub patched_rtt_window_rtts: u32,
 }
 
