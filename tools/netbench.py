@@ -256,6 +256,13 @@ def jitter_starts(sc, flows, rep):
 RC3_DS_FIELDS = ["0x04", "0x0c", "0x1c", "0x2c", "0x3c"]
 
 
+def iperf3_seconds(start, stop):
+    """iperf3's -t for a flow from start to stop (s). iperf3 reads -t as an integer and
+    truncates ("0.9992" is 0, which means no limit, and "2.98" is 2): whole seconds,
+    rounded, at least one."""
+    return max(1, round(stop - start))
+
+
 def add_priority_queues(ns, dev, parent, limit):
     """A strict-priority qdisc ("WQoS", the thesis's priority scheduling and dropping):
     band 1 for ordinary traffic, bands 2.. for RC3's levels by their DS field, each band
@@ -432,8 +439,7 @@ def run_scenario(sc, algo, log=print, rep=0):
         delay = start - (time.monotonic() - t0)
         if delay > 0:
             time.sleep(delay)
-        # iperf3 takes whole seconds (it truncates "2.98" to 2).
-        dur = max(1, round(stop - start))
+        dur = iperf3_seconds(start, stop)
         tos = ["-S", CLASS_DS_FIELD] if sc.get("class_queues") and mix[i] == 1 else []
         dst = SRV_MIX1 if mix[i] == 1 else SRV
         p = subprocess.Popen(
@@ -463,9 +469,14 @@ def run_scenario(sc, algo, log=print, rep=0):
     elif uniform:
         # One flow set for the whole run: one iperf3 with parallel streams, so that all
         # start together even where process start-up is slow (the guest's normal clock).
+        # A jittered start (one flow) waits for its time, as start_flow does.
         start, stop = flows[0]
+        delay = start - (time.monotonic() - t0)
+        if delay > 0:
+            time.sleep(delay)
         out = sh(f"ip netns exec cli timeout {int(stop + 30)} iperf3 -c {SRV} -p {BASE_PORT} "
-                 f"-t {stop - start} -P {len(flows)} -C {cc} -J", check=False).stdout
+                 f"-t {iperf3_seconds(start, stop)} -P {len(flows)} -C {cc} -J",
+                 check=False).stdout
         try:
             end = json.loads(out)["end"]
             cc = end.get("sender_tcp_congestion")

@@ -10,6 +10,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netbench  # noqa: E402
 
 
+class IperfSeconds(unittest.TestCase):
+    def test_whole_seconds_never_zero(self):
+        # A jittered start must not truncate to "-t 0", which iperf3 runs without end.
+        self.assertEqual(netbench.iperf3_seconds(0.0008, 1), 1)
+        self.assertEqual(netbench.iperf3_seconds(0.0192, 3), 3)
+        self.assertEqual(netbench.iperf3_seconds(0.0008, 2), 2)
+        self.assertEqual(netbench.iperf3_seconds(1.0, 1.4), 1)
+        self.assertEqual(netbench.iperf3_seconds(0, 0.2), 1)
+
+
 class SplitAlgo(unittest.TestCase):
     def test_plain_and_known_variants(self):
         self.assertEqual(netbench.split_algo("cubic"), ("cubic", {}))
