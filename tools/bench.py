@@ -540,7 +540,10 @@ PAPER_SCALE_COLUMNS = [("1 flow", "one_flow_10g", "", UTIL_P99),
                        ("32 flows", "incast32_10g", "", UTIL_P99),
                        ("64 flows", "incast64_10g", "", UTIL_P99),
                        ("4 flows, 1% random loss: util / Jain", "random_loss_10g", "+loss1",
-                        ["util_pct", "jain"])]
+                        ["util_pct", "jain"]),
+                       ("16 -> 2 flows: converge", "flows_leaving_10g", "", ["convergence_s"]),
+                       ("2nd flow joins: Jain / converge", "convergence_10g", "",
+                        ["jain", "convergence_s"])]
 # The web-search workload at 10 Gbit/s: its FCT p99 columns close the table.
 PAPER_SCALE_FCT = "fct_websearch_10g"
 
@@ -592,9 +595,10 @@ def headline(results):
     lines = []
     if paper_algos:
         lines += ["At the papers' scale (10 Gbit/s, 20 us base delay, MTU 9000, a 200-frame "
-                  "drop-tail FIFO, dctcp K = 11 frames, TIMELY with the unscaled constants); "
-                  "each cell util / p99 RTT (`ss`) unless its column says otherwise, median "
-                  "of the runs (3 each); the web-search FCT p99 over the flows of 3 runs:", "",
+                  "drop-tail FIFO, dctcp K = 11 frames or +kN, TIMELY with the unscaled "
+                  "constants); each cell util / p99 RTT (`ss`) unless its column says "
+                  "otherwise, median of the runs (5 for 1, 4 and 16 flows, 3 for the others); "
+                  "the web-search FCT p99 over the flows of 3 runs:", "",
                   "| algorithm | " + " | ".join(t for t, _, _, _ in PAPER_SCALE_COLUMNS)
                   + " | web-search FCT p99, < 100 KB | >= 1 MB |",
                   "|---|" + "---|" * (len(PAPER_SCALE_COLUMNS) + 2)]
