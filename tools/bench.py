@@ -597,8 +597,8 @@ def headline(results):
         lines += ["At the papers' scale (10 Gbit/s, 20 us base delay, MTU 9000, a 200-frame "
                   "drop-tail FIFO, dctcp K = 11 frames or +kN, TIMELY with the unscaled "
                   "constants); each cell util / p99 RTT (`ss`) unless its column says "
-                  "otherwise, median of the runs (5 for 1, 4 and 16 flows, 3 for the others); "
-                  "the web-search FCT p99 over the flows of 3 runs:", "",
+                  "otherwise, median of the runs (5 each); the web-search FCT p99 over the "
+                  "flows of 5 runs:", "",
                   "| algorithm | " + " | ".join(t for t, _, _, _ in PAPER_SCALE_COLUMNS)
                   + " | web-search FCT p99, < 100 KB | >= 1 MB |",
                   "|---|" + "---|" * (len(PAPER_SCALE_COLUMNS) + 2)]
