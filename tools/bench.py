@@ -35,8 +35,11 @@ HEADLINE_SCENARIOS = ["one_flow", "four_flows", "incast16", "flows_leaving", "co
 def algo_key(algo):
     """Report order: by control (ALGO_ORDER, others after), each plain before its variants."""
     base = algo.split("/")[0].split("+")[0]
+    # Numbers in a variant sort by value: +k2, +k5, +k20.
+    natural = [(0, int(t), "") if t.isdigit() else (1, 0, t)
+               for t in re.split(r"(\d+)", algo) if t]
     return (ALGO_ORDER.index(base) if base in ALGO_ORDER else len(ALGO_ORDER), base,
-            algo != base, algo)
+            algo != base, natural)
 
 
 def config(var):
