@@ -746,11 +746,11 @@ def theorem5_rows(sc, rs, params):
     sharing C converge to RTT* = RTT_ref (1 + N delta / (beta C)), beta being
     `patched_beta_ppm`. Checked on the RTT the controller acts on (its completion RTT's
     median), with the queue as RTT* less the idle RTT."""
-    ok = [r for r in rs if r.get("ok") and r["algo"].split("+")[0] == "timely_patched"
-          and r.get("ctl_rtt_p50_us") and r.get("per_flow_mbps") and "fct" not in r]
     # The theorem is about flows that share a full link: runs whose measured flows use
     # less than 90% of it (flows ended early, a stalled flow) are left out.
-    ok = [r for r in ok if (r.get("util_pct") or 0) >= 90]
+    ok = [r for r in rs if r.get("ok") and r["algo"].split("+")[0] == "timely_patched"
+          and r.get("ctl_rtt_p50_us") and r.get("per_flow_mbps") and "fct" not in r
+          and (r.get("util_pct") or 0) >= 90]
     if not ok:
         return []
     t_low = timely_param(params, "t_low_us", 50)

@@ -256,6 +256,13 @@ def jitter_starts(sc, flows, rep):
 RC3_DS_FIELDS = ["0x04", "0x0c", "0x1c", "0x2c", "0x3c"]
 
 
+def wait_until(t0, start):
+    """Sleep until `start` seconds after `t0` (time.monotonic()), if that is still ahead."""
+    delay = start - (time.monotonic() - t0)
+    if delay > 0:
+        time.sleep(delay)
+
+
 def iperf3_seconds(start, stop):
     """iperf3's -t for a flow from start to stop (s). iperf3 reads -t as an integer and
     truncates ("0.9992" is 0, which means no limit, and "2.98" is 2): whole seconds,
@@ -436,9 +443,7 @@ def run_scenario(sc, algo, log=print, rep=0):
     procs = []
 
     def start_flow(i, start, stop):
-        delay = start - (time.monotonic() - t0)
-        if delay > 0:
-            time.sleep(delay)
+        wait_until(t0, start)
         dur = iperf3_seconds(start, stop)
         tos = ["-S", CLASS_DS_FIELD] if sc.get("class_queues") and mix[i] == 1 else []
         dst = SRV_MIX1 if mix[i] == 1 else SRV
@@ -471,9 +476,7 @@ def run_scenario(sc, algo, log=print, rep=0):
         # start together even where process start-up is slow (the guest's normal clock).
         # A jittered start (one flow) waits for its time, as start_flow does.
         start, stop = flows[0]
-        delay = start - (time.monotonic() - t0)
-        if delay > 0:
-            time.sleep(delay)
+        wait_until(t0, start)
         out = sh(f"ip netns exec cli timeout {int(stop + 30)} iperf3 -c {SRV} -p {BASE_PORT} "
                  f"-t {iperf3_seconds(start, stop)} -P {len(flows)} -C {cc} -J",
                  check=False).stdout
