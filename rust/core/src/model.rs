@@ -15,6 +15,8 @@
 //! Checked against the analysis of Zhu et al., "ECN or Delay" (CoNEXT'16):
 //! - patched TIMELY reaches equal rates and the RTT of Theorem 5,
 //!   `T_low * (1 + N delta / (beta C))`, whatever the starting rates;
+//! - a lone patched flow circles that point at the papers' constants, which are short
+//!   of damping for one flow, unless its rate ceiling sits just above the link's rate;
 //! - with 64 flows, the 64 KB window's minimum lags the queue enough to cost patched
 //!   TIMELY a large part of the link, and a window of one segment does not;
 //! - original TIMELY has no unique fixed point (Theorem 4): with exact samples its flows
@@ -43,6 +45,10 @@ pub struct Outcome {
     /// increase), and of those whose weight was 0 (all increase); 0 if none.
     pub rtt_at_weight_one_us: f64,
     pub rtt_at_weight_zero_us: f64,
+    /// The smallest and largest sum of the flows' rates, and network RTT, over the
+    /// measured quarter: how far the flows swing around their mean.
+    pub total_rate_range_bps: (u64, u64),
+    pub rtt_range_us: (f64, f64),
 }
 
 pub struct Scenario {
@@ -117,6 +123,7 @@ pub fn simulate(s: &Scenario) -> Outcome {
     // (sum of completion RTTs in us, count) at weight 1 and at weight 0: the saturated
     // updates.
     let (mut at_one, mut at_zero) = ((0u64, 0u64), (0u64, 0u64));
+    let (mut total_rate_range_bps, mut rtt_range_us) = ((u64::MAX, 0), (f64::MAX, 0f64));
     let mut t = 0;
     while t < s.duration_ns {
         let queue_delay_ns = (queue_bit_ns / u128::from(s.capacity_bps)) as u64;
@@ -169,9 +176,16 @@ pub fn simulate(s: &Scenario) -> Outcome {
         let served = backlog.min(service);
         queue_bit_ns = backlog - served;
         if t >= measure_from {
-            rtt_sum += rtt_ns as f64 / 1000.0;
+            let rtt_us = rtt_ns as f64 / 1000.0;
+            rtt_sum += rtt_us;
             rtt_n += 1;
             served_bits += served;
+            let total_bps: u64 = flows.iter().map(|f| f.cc.rate_bps).sum();
+            total_rate_range_bps = (
+                total_rate_range_bps.0.min(total_bps),
+                total_rate_range_bps.1.max(total_bps),
+            );
+            rtt_range_us = (rtt_range_us.0.min(rtt_us), rtt_range_us.1.max(rtt_us));
         }
         t += STEP_NS;
     }
@@ -188,6 +202,8 @@ pub fn simulate(s: &Scenario) -> Outcome {
         saturated_weight_share: (at_one.1 + at_zero.1) as f64 / updates.max(1) as f64,
         rtt_at_weight_one_us: at_one.0 as f64 / at_one.1.max(1) as f64,
         rtt_at_weight_zero_us: at_zero.0 as f64 / at_zero.1.max(1) as f64,
+        total_rate_range_bps,
+        rtt_range_us,
     }
 }
 
@@ -346,6 +362,124 @@ mod tests {
             (o.rates_bps, o.rtt_us)
         };
         assert_eq!(original(3), original(0));
+    }
+
+    /// The bench's 1 Gbit/s set (tools/config.sh): the papers' constants scaled by 10, a
+    /// 200 us base RTT and 956 Mbit/s of payload through the bottleneck.
+    fn one_gbit_scenario(starts: Vec<u64>, max_rate_mbps: u32) -> Scenario {
+        let params = Params {
+            t_low_us: 500,
+            t_high_us: 5000,
+            delta_kbps: 1000,
+            min_rtt_us: 200,
+            min_rate_kbps: 1000,
+            max_rate_mbps,
+            ..Params::PAPER
+        };
+        Scenario {
+            variant: Variant::Patched,
+            params,
+            capacity_bps: 956_000_000,
+            prop_rtt_ns: 200_000,
+            start_rates_bps: starts,
+            duration_ns: 2_000_000_000,
+            ack_bytes: 2 * 1448,
+            ack_jitter_ns: 0,
+        }
+    }
+
+    #[test]
+    fn patched_single_flow_circles_theorem5() {
+        // Linearized around Theorem 5's point, with r = C / N per flow and one update per
+        // 16 KB (tau = 8 seg / r), the patched law is a damped spring on the queue q:
+        //   q'' = -w0^2 q - 2 zeta w0 q',  w0^2 = C beta' / (16 seg N RTT_ref),
+        //   2 zeta w0 = 4 N delta / (C min_rtt)
+        // (the gradient's weight carries the damping). The RTT feedback comes one RTT d
+        // late, which takes w0^2 d off the damping. For one flow at 1 Gbit/s: w0^2 =
+        // 58,000 /s^2 (a 26 ms period), damping 21 /s, less than w0^2 d = 33 /s at d =
+        // 565 us: the point is unstable, and the flow circles it, its rate swinging by
+        // about a tenth of C in a cycle of 30-40 ms (the bench: 895-1000 Mbit/s every
+        // 33.6 ms, `one_flow`). With N flows the damping grows as N and w0^2 falls as 1/N,
+        // so two flows already hold the point. At the papers' scale the numbers are the
+        // same ten times faster: a lone flow holds the point there only because the rate
+        // ceiling (10,000 Mbit/s) sits within 1% of the link's 9,923 Mbit/s of payload
+        // and clips the cycle (`one_flow_10g`). The cycle reaches below T_low, where the
+        // law adds delta whatever the gradient, and empties the queue: its mean RTT sits
+        // under the point (the bench: the controller's RTT p50 465 us against 565). 64 KB
+        // segments (w0^2 / 4) or the gradient normalized by 50 us (the damping x 4) hold
+        // the point; 32 KB or 100 us shrink the cycle and centre it on the point.
+        let theorem5 =
+            |s: &Scenario| theorem5_rtt_us(&s.params, s.start_rates_bps.len(), s.capacity_bps);
+        let run = |label: &str, s: Scenario| {
+            let o = simulate(&s);
+            let expect = theorem5(&s);
+            let swing = (o.total_rate_range_bps.1 - o.total_rate_range_bps.0) as f64
+                / s.capacity_bps as f64;
+            println!(
+                "{label}: RTT {:.1} us (Theorem 5 {expect:.1}), from {:.0} to {:.0} us, total \
+                 rate {:.0}-{:.0} Mbit/s, utilization {:.3}",
+                o.rtt_us,
+                o.rtt_range_us.0,
+                o.rtt_range_us.1,
+                o.total_rate_range_bps.0 as f64 / 1e6,
+                o.total_rate_range_bps.1 as f64 / 1e6,
+                o.utilization
+            );
+            ((o.rtt_us - expect) / expect, swing, o.utilization)
+        };
+        let unbounded = 2000; // a rate ceiling that never binds
+        let one = std::vec![300_000_000];
+        let two = std::vec![300_000_000, 600_000_000];
+        // One flow: a cycle whose mean RTT sits well under the point, with the 64 KB
+        // window or the paper's own last sample.
+        let (dev, swing, util) = run("1 flow", one_gbit_scenario(one.clone(), unbounded));
+        assert!(
+            dev < -0.10 && swing > 0.10 && util > 0.99,
+            "{dev} {swing} {util}"
+        );
+        let mut last_sample = one_gbit_scenario(one.clone(), unbounded);
+        last_sample.params.rtt_window_bytes = 0;
+        let (dev, swing, _) = run("1 flow, last sample", last_sample);
+        assert!(dev < -0.05 && swing > 0.10, "{dev} {swing}");
+        // Two flows, the same constants: at the point, steady.
+        let (dev, swing, _) = run("2 flows", one_gbit_scenario(two, unbounded));
+        assert!(dev.abs() < 0.02 && swing < 0.02, "{dev} {swing}");
+        // One flow held: by a ceiling within 0.5% of the payload rate, 64 KB segments, or
+        // the gradient normalized by 50 us. Half-way (32 KB, 100 us) the cycle shrinks and
+        // centres on the point but goes on.
+        let (dev, swing, _) = run("1 flow, ceiling 960", one_gbit_scenario(one.clone(), 960));
+        assert!(dev.abs() < 0.02 && swing < 0.02, "{dev} {swing}");
+        for (seg_bytes, min_rtt_us, held) in [
+            (65_536, 200, true),
+            (16_384, 50, true),
+            (32_768, 200, false),
+            (16_384, 100, false),
+        ] {
+            let mut s = one_gbit_scenario(one.clone(), unbounded);
+            s.params.seg_bytes = seg_bytes;
+            s.params.min_rtt_us = min_rtt_us;
+            let (dev, swing, _) = run(
+                &std::format!("1 flow, {seg_bytes} B segments, min_rtt_us {min_rtt_us}"),
+                s,
+            );
+            assert!(dev.abs() < 0.02, "{dev}");
+            assert_eq!(swing < 0.01, held, "{swing}");
+        }
+        // The papers' scale: the same cycle, clipped by the bench's 10 Gbit/s ceiling.
+        let paper = |max_rate_mbps: u32| Scenario {
+            params: Params {
+                max_rate_mbps,
+                ..Params::PAPER
+            },
+            capacity_bps: 9_923_000_000,
+            ack_bytes: 2 * 8948,
+            ack_jitter_ns: 1000,
+            ..paper_scenario(Variant::Patched, std::vec![3_000_000_000], 400_000_000)
+        };
+        let (dev, swing, _) = run("1 flow, 10 Gbit/s, ceiling 20000", paper(20_000));
+        assert!(dev < -0.10 && swing > 0.10, "{dev} {swing}");
+        let (dev, _, _) = run("1 flow, 10 Gbit/s, ceiling 10000", paper(10_000));
+        assert!(dev.abs() < 0.02, "{dev}");
     }
 
     #[test]
