@@ -22,7 +22,9 @@
 # TCP may skip only what the peer SACKed.
 # rc3_sack_beyond_snd_nxt only SACKs the copies and never ACKs past snd_nxt: TCP skips
 # what the blocks cover (TCPRC3SackSkip, patch 0022), only data the peer holds, and never
-# sends it.
+# sends it, unless the kernel declared the peer reneging (TCPSACKReneging: this peer's ACK
+# rests at the start of the SACKed data until it sees TCP's next segment, and a peer
+# slower than the kernel's 10 ms grace looks like one that dropped them).
 #
 #   tcp_cc_packets.sh MODULE.ko [PARAM=VALUE...] [MODULE.ko [PARAM=VALUE...]]...
 set -u

@@ -715,12 +715,11 @@ class Peer:
             why.append(f"no segment started where the ACK cut an LP segment ({rel(self.mid)})")
         if a.scenario in RC3_CAPPED:
             # No ACK passes snd_nxt, but the peer SACKs the loop's copies beyond it: TCP
-            # may skip what was SACKed (patch 0022), only that, and never send it again.
+            # may skip what was SACKed (patch 0022), only that; whether it may send it
+            # again depends on the kernel's counters (counter_expectations).
             if self.jumps_unheld:
                 why.append(f"{self.jumps_unheld} skips over data the peer did not hold: "
                            f"{[(rel(lo), rel(hi)) for lo, hi in self.jumps]}")
-            if self.bumped_resent:
-                why.append(f"{self.bumped_resent} segments of skipped data sent again")
         if a.scenario == "rc3_sack_beyond_snd_nxt" and not self.jumps:
             why.append("TCP sent everything the peer had SACKed (no skip)")
         if a.scenario in RC3_HOSTILE and not self.hostile:
@@ -760,6 +759,15 @@ def counter_expectations(scenario, delta, offered, want_offer, r):
     if hostile and delta["TCPChallengeACK"] + delta["TCPACKSkippedChallenge"] < hostile:
         why.append(f"{hostile} hostile ACKs, challenge ACKs +"
                    f"{delta['TCPChallengeACK'] + delta['TCPACKSkippedChallenge']}")
+    if scenario in RC3_CAPPED and r.get("bumped_resent") and delta["TCPSACKReneging"] <= 0:
+        # TCP never sends again what it skipped, unless it declared the peer reneging:
+        # this peer's ACK stops at snd_nxt, which after a skip is the start of SACKed data
+        # until the peer sees TCP's next segment, and the kernel allows a receiver 10 ms
+        # to ACK past it (tcp_check_sack_reneging) before its RTO forgets the SACKs and
+        # sends it all again (tcp_timeout_mark_lost), as it must for a receiver that may
+        # have dropped them. A peer slower than that (a loaded machine) sees the latter.
+        why.append(f"{r['bumped_resent']} segments of skipped data sent again, with no "
+                   "SACK reneging declared")
     if scenario == "rc3_sack_beyond_snd_nxt" and delta["TCPRC3SackSkip"] <= 0:
         why.append("no packet skipped for a SACK beyond snd_nxt (TCPRC3SackSkip)")
     if scenario == "ack_beyond_snd_nxt" and \
@@ -784,7 +792,7 @@ def counter_expectations(scenario, delta, offered, want_offer, r):
 
 COUNTERS = ("TCPSACKDiscard", "TCPChallengeACK", "TCPACKSkippedChallenge",
             "TCPDelayStampSample", "TCPDelayStampBad", "TCPRC3Sent", "TCPRC3AckBump",
-            "TCPRC3SackSkip")
+            "TCPRC3SackSkip", "TCPSACKReneging")
 
 
 def batch(args):
@@ -823,9 +831,11 @@ def batch(args):
             delta["TCPChallengeACK"] + delta["TCPACKSkippedChallenge"],
             delta["TCPSACKDiscard"], delta["TCPDelayStampSample"], delta["TCPDelayStampBad"])
         if scenario.startswith("rc3_"):
-            fig += (" rc3_sent+%d rc3_bump+%d rc3_sack_skip+%d lp=%s/%sB dscp=%s jumps=%s/%sB bumped_resent=%s"
+            fig += (" rc3_sent+%d rc3_bump+%d rc3_sack_skip+%d sack_reneging+%d lp=%s/%sB"
+                    " dscp=%s jumps=%s/%sB bumped_resent=%s"
                     " dup=%sB hostile=%s@lp_end=%s retrans=%s") % (
                 delta["TCPRC3Sent"], delta["TCPRC3AckBump"], delta["TCPRC3SackSkip"],
+                delta["TCPSACKReneging"],
                 r.get("lp_segments"),
                 r.get("lp_bytes"), r.get("lp_dscps"), r.get("jumps"), r.get("jumped_bytes"),
                 r.get("bumped_resent"), r.get("dup_bytes"), r.get("hostile_rel"),
