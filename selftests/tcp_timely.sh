@@ -175,8 +175,9 @@ diag "option refused: sources '$(ss_sources "$out/ss.refused")', $(cat "$out/sam
 # the flows, its start-up (seconds of CPU on the debug kernel's one CPU, which starve the
 # flows of their ACKs for longer than the 64 ms a sender counts for) is over when it
 # connects, and if the new socket still counts none of them (a stall of the debug kernel
-# between two ACKs) it tries again, up to five times. With --syn it does not wait for the connection (SYN_SENT: nothing need
-# answer; TCP_CONGESTION there runs init, with the route's device).
+# between two ACKs) it tries again, up to five times. With --syn it does not wait for the
+# connection (SYN_SENT: nothing need answer; TCP_CONGESTION there runs init, with the
+# route's device).
 cat > "$out/start_rate.py" <<'PY'
 import os, socket, struct, sys, time
 host, port, opt = sys.argv[1], int(sys.argv[2]), sys.argv[3:]

@@ -180,7 +180,8 @@ pub fn simulate(s: &Scenario) -> Outcome {
             rtt_sum += rtt_us;
             rtt_n += 1;
             served_bits += served;
-            let total_bps: u64 = flows.iter().map(|f| f.cc.rate_bps).sum();
+            // The flows' rates this step, as they sent: what `arrivals` summed.
+            let total_bps = (arrivals / u128::from(STEP_NS)) as u64;
             total_rate_range_bps = (
                 total_rate_range_bps.0.min(total_bps),
                 total_rate_range_bps.1.max(total_bps),
