@@ -15,8 +15,8 @@
 
 SHELL := /bin/bash
 CACHE_DIR ?= $(or $(RFL_CC_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/rfl-tcp-cc)
-# The kernel flavour: normal, or debug (tools/kernel-debug.config, built with clang 19 and
-# the flags of tools/config.sh's KERNEL_MAKE_ARGS, which must match these).
+# The kernel flavour: normal, or debug (tools/testbed/kernel-debug.config, built with clang 19 and
+# the flags of tools/testbed/config.sh's KERNEL_MAKE_ARGS, which must match these).
 KERNEL_FLAVOR ?= normal
 export KERNEL_FLAVOR
 ifeq ($(KERNEL_FLAVOR),normal)
@@ -63,23 +63,23 @@ modules:
 	$(KMAKE) M=$(CURDIR) RUSTFLAGS_MODULE="$(MODULE_RUSTFLAGS)" modules
 
 setup:
-	tools/setup.sh all
+	tools/testbed/setup.sh all
 
 demo: setup modules
-	tools/demo.sh
+	tools/testbed/demo.sh
 
 test: setup modules
-	tools/run-tests.sh
+	tools/testbed/run-tests.sh
 
 # The debug flavour: its own cached tree ($(CACHE_DIR)/linux-7.3-debug), same tests, and
-# every guest's dmesg and kmemleak checked for kernel reports (tools/guest-debug-checks.sh).
+# every guest's dmesg and kmemleak checked for kernel reports (tools/testbed/guest-debug-checks.sh).
 setup-debug:
 	$(MAKE) setup KERNEL_FLAVOR=debug
 
 test-debug:
 	$(MAKE) test KERNEL_FLAVOR=debug
 
-# Its shortened form, which CI runs (tools/ci-debug.sh): KUnit and the selftests of the
+# Its shortened form, which CI runs (tools/testbed/ci-debug.sh): KUnit and the selftests of the
 # paths the newest patches change (RC3; the delay-stamp option's hardware stamps and veth's
 # emulated NIC clock; the netdevice notifier, under lockdep, through tun, veth and an
 # ops-locked dummy in tcp_timely; malformed SACK, ACK and option input from a scripted
@@ -89,8 +89,8 @@ test-debug-short:
 	$(MAKE) test KERNEL_FLAVOR=debug SELFTESTS="$(DEBUG_SHORT_SELFTESTS)" RFL_HOST_TESTS=0
 
 bench: setup modules
-	tools/bench.py run $(SCENARIOS)
-	tools/bench.py report
+	tools/bench/bench.py run $(SCENARIOS)
+	tools/bench/bench.py report
 
 # checkpatch runs outside any git work tree: inside one it reads the series as plain files.
 # The cover letter (0000-*) is not a patch; patches/series lists the ones that are.
@@ -105,7 +105,7 @@ check:
 	cd /tmp && $(KDIR)/scripts/checkpatch.pl --no-tree --quiet --ignore FILE_PATH_CHANGES \
 		$(addprefix $(CURDIR)/patches/,$(shell grep -v '^#' $(CURDIR)/patches/series))
 
-# No kernel needed: tools/fuzz.sh installs cargo-fuzz (tools/setup.sh cargo-fuzz) if missing.
+# No kernel needed: tools/fuzz.sh installs cargo-fuzz (tools/testbed/setup.sh cargo-fuzz) if missing.
 fuzz:
 	tools/fuzz.sh run $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 

@@ -9,7 +9,7 @@
 //! cpu_cost: <suite>: <name> <ns> ns/ACK (best of 5 x 20000 ACKs)
 //! ```
 //!
-//! `tools/run-tests.sh` shows those lines and `make bench` reports them. The figures are
+//! `tools/testbed/run-tests.sh` shows those lines and `make bench` reports them. The figures are
 //! measurements, not pass/fail thresholds: the tests that print them assert behaviour only.
 //!
 //! The stream is congestion avoidance with one MSS per ACK, the window limiting the sender,
@@ -60,7 +60,7 @@ pub(crate) fn ns_per_ack(s: &mut TestSocket, ecn: bool) -> u64 {
     best
 }
 
-/// Prints one figure in the format `tools/run-tests.sh` collects.
+/// Prints one figure in the format `tools/testbed/run-tests.sh` collects.
 pub(crate) fn report(suite: &str, name: &str, ns: u64) {
     pr_info!(
         "cpu_cost: {}: {} {} ns/ACK (best of {} x {} ACKs)\n",

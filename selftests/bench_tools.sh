@@ -22,7 +22,7 @@ tc_backlog_pkts() {
 # The queue only drains (a packet per 1.5 s), and a loaded host may take longer than that
 # between two readings: tc before and after bracket the netlink reading.
 tc_before=$(tc_backlog_pkts)
-nl_backlog=$(python3 -c 'import sys; sys.path.insert(0, "tools"); import nlsample
+nl_backlog=$(python3 -c 'import sys; sys.path.insert(0, "tools/bench"); import nlsample
 print(nlsample.NetlinkSampler("cli", "rtr").qdisc_backlog("r1", 0x00100000))')
 tc_after=$(tc_backlog_pkts)
 check "netlink qdisc backlog equals tc's (tc ${tc_before}p, netlink ${nl_backlog}p, tc ${tc_after}p)" \
@@ -40,7 +40,7 @@ disown
 sleep 0.5
 compare=$(ip netns exec $NS_CLI python3 -c '
 import socket, subprocess, sys, time
-sys.path.insert(0, "tools")
+sys.path.insert(0, "tools/bench")
 import nlsample
 c = socket.create_connection(("10.10.2.2", 5999))
 c.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"cubic")
@@ -58,7 +58,7 @@ print("ok" if got == want else f"netlink {got} != ss {want}")' 2>&1)
 check "netlink tcp_info equals ss -ti (${compare})" test "$compare" = ok
 
 # The flow-size workload: every planned flow completes, each no faster than a round trip.
-ip netns exec $NS_SRV python3 tools/fctflow.py server --port 6000 &
+ip netns exec $NS_SRV python3 tools/bench/fctflow.py server --port 6000 &
 disown
 sleep 0.5
 # The debug kernel forwards about 5 Mbit/s, a sixth of this workload's 30 Mbit/s (18 of 25
@@ -71,7 +71,7 @@ fi
 workload='{"rate_mbit": 100, "load_pct": 30, "start_s": 0, "stop_s": 1, "grace_s": '$grace_s', "seed": 3,
 	"sizes_kb": [[2, 50], [64, 30], [512, 20]]}'
 out=$(mktemp)
-ip netns exec $NS_CLI timeout $client_timeout python3 tools/fctflow.py client --dst $SRV_ADDR --port 6000 \
+ip netns exec $NS_CLI timeout $client_timeout python3 tools/bench/fctflow.py client --dst $SRV_ADDR --port 6000 \
 	--algo cubic --workload "$workload" --out "$out"
 check "workload client ends with status 0" test $? = 0
 summary=$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); fs = r["flows"]

@@ -12,7 +12,7 @@ ktap_n=0 ktap_fail=0 ktap_skip=0
 NS_CLI=cli NS_RTR=rtr NS_SRV=srv
 SRV_ADDR=10.10.2.2 SRV_ADDR6=fd00:10:2::2
 
-# The debug kernel (make test-debug: KASAN, lockdep, UBSAN, ...; tools/uml-run.sh gives the
+# The debug kernel (make test-debug: KASAN, lockdep, UBSAN, ...; tools/testbed/uml-run.sh gives the
 # guest RFL_KERNEL_FLAVOR=debug) moves packets about 15 times slower: about 5 Mbit/s through
 # the dumbbell whatever its rate (its CPU, not the link, is the bottleneck). A check of
 # throughput or timing that cannot hold there relaxes its bound on it and says so in its

@@ -29,7 +29,7 @@
 # transfers with a 20 s budget each.
 set -u
 source "$(dirname "$0")/lib.sh"
-helper=$(cd "$(dirname "$0")/.." && pwd)/tools/ccfaults.py
+helper=$(cd "$(dirname "$0")/.." && pwd)/selftests/helpers/ccfaults.py
 PORT=5401
 RATE_MBIT=100 DELAY_US=500 QUEUE_PKTS=500
 

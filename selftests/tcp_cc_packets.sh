@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Packet-level tests: a scripted TCP peer (tools/pktpeer.py, scapy; packetdrill is not
+# Packet-level tests: a scripted TCP peer (selftests/helpers/pktpeer.py, scapy; packetdrill is not
 # packaged) talks to the guest kernel's TCP, whose sender uses each congestion control in
 # turn, and shapes the ACKs: plain, ECN echoes until CWR, a hole repaired through SACK,
 # an ACK beyond snd_nxt, SACK blocks beyond snd_nxt, malformed or unknown options, the
@@ -29,7 +29,7 @@
 #   tcp_cc_packets.sh MODULE.ko [PARAM=VALUE...] [MODULE.ko [PARAM=VALUE...]]...
 set -u
 source "$(dirname "$0")/lib.sh"
-PEER=$(cd "$(dirname "$0")/.." && pwd)/tools/pktpeer.py
+PEER=$(cd "$(dirname "$0")/.." && pwd)/selftests/helpers/pktpeer.py
 NS_DUT=pkt-dut NS_PEER=pkt-peer DUT_IP=10.10.9.1 PEER_IP=10.10.9.2
 SCENARIOS=(plain ecn_echo sack_hole ack_beyond_snd_nxt sack_beyond_snd_nxt bad_options
 	delay_stamps delay_refused delay_bad options_fuzz)

@@ -15,7 +15,7 @@
 # 8 connections, seed 1.
 set -u
 source "$(dirname "$0")/lib.sh"
-stress=$(cd "$(dirname "$0")/.." && pwd)/tools/ccstress.py
+stress=$(cd "$(dirname "$0")/.." && pwd)/selftests/helpers/ccstress.py
 PORT=5301
 # A tenth of what a run on a 2-core host does (about 100 per second, sharing the guest's
 # one CPU with the senders, the switcher and the dumps): fewer means the reader starved.

@@ -15,7 +15,7 @@
 # rust/core/fuzz/artifacts/TARGET/, replay with the command printed). Exit status 1 if
 # any target failed.
 set -uo pipefail
-source "$(dirname "$0")/config.sh"
+source "$(dirname "$0")/testbed/config.sh"
 
 FUZZ_DIR=$PROJECT_ROOT/rust/core/fuzz
 WORK=$CACHE_DIR/fuzz
@@ -34,7 +34,7 @@ all_targets=$(sed -n 's/^name = "\(.*\)"$/\1/p' "$FUZZ_DIR/Cargo.toml" | grep -v
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || read -r -d '' -a targets <<<"$all_targets"
 
-[ -x "$CARGO_FUZZ" ] || "$PROJECT_ROOT/tools/setup.sh" cargo-fuzz >&2 || die "cannot install cargo-fuzz"
+[ -x "$CARGO_FUZZ" ] || "$PROJECT_ROOT/tools/testbed/setup.sh" cargo-fuzz >&2 || die "cannot install cargo-fuzz"
 mkdir -p "$WORK/logs"
 # Release build with debug assertions and overflow checks (also set in the crate's
 # profile), instrumented for libFuzzer by cargo-fuzz's flags: all stable rustc options.

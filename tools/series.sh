@@ -12,7 +12,7 @@
 # In between, edit and commit in DIR as in any kernel tree (git commit --amend, rebase -i);
 # new files are fine. Then `make setup` rebuilds the test kernel with the new series.
 set -euo pipefail
-source "$(dirname "$0")/config.sh"
+source "$(dirname "$0")/testbed/config.sh"
 PRISTINE=$CACHE_DIR/pristine/linux-source-$KERNEL_SERIES
 AUTHOR="$(git -C "$PROJECT_ROOT" config user.name || true) <$(git -C "$PROJECT_ROOT" config user.email || true)>"
 
@@ -20,7 +20,7 @@ series_list() { grep -v '^\s*\(#\|$\)' "$PROJECT_ROOT/patches/series"; }
 
 checkout() {
 	local dir=$1 f
-	[ -d "$PRISTINE" ] || die "no pristine kernel source: run 'tools/setup.sh source'"
+	[ -d "$PRISTINE" ] || die "no pristine kernel source: run 'tools/testbed/setup.sh source'"
 	[ ! -e "$dir" ] || die "$dir exists; pick a new directory"
 	mkdir -p "$dir"
 	git -C "$dir" init -q

@@ -365,7 +365,7 @@ mod tests {
         assert_eq!(original(3), original(0));
     }
 
-    /// The bench's 1 Gbit/s set (tools/config.sh): the papers' constants scaled by 10, a
+    /// The bench's 1 Gbit/s set (tools/testbed/config.sh): the papers' constants scaled by 10, a
     /// 200 us base RTT and 956 Mbit/s of payload through the bottleneck.
     fn one_gbit_scenario(starts: Vec<u64>, max_rate_mbps: u32) -> Scenario {
         let params = Params {

@@ -139,7 +139,7 @@ impl<'a> Input<'a> {
     }
 }
 
-/// TIMELY's parameters at 1 Gbit/s and 100 Mbit/s (`tools/config.sh`).
+/// TIMELY's parameters at 1 Gbit/s and 100 Mbit/s (`tools/testbed/config.sh`).
 pub const TIMELY_1G: Params = Params {
     t_low_us: 500,
     t_high_us: 5000,

@@ -1,6 +1,6 @@
 #!/bin/bash
 # init (PID 1) of the UML guest: prepare a minimal system on the host's root file system,
-# run the job tools/uml-run.sh wrote, record its status for the host, power off.
+# run the job tools/testbed/uml-run.sh wrote, record its status for the host, power off.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C
 mount -t proc proc /proc

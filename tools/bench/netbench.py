@@ -8,8 +8,8 @@ marking at K packets for ECN algorithms such as dctcp; the devices' GSO/TSO/GRO 
 queue counts packets, though TCP still builds GSO skbs unless a scenario sets gso_max_segs),
 starts one iperf3 flow per scheduled flow, and while they run samples every
 10 ms: each flow's RTT, cwnd and pacing rate (`ss -ti`'s fields) and the bottleneck backlog
-(`tc -s qdisc`'s), read over netlink (tools/nlsample.py). A scenario may add a flow-size
-workload (tools/fctflow.py): short flows at Poisson arrivals beside the long ones, reported
+(`tc -s qdisc`'s), read over netlink (tools/bench/nlsample.py). A scenario may add a flow-size
+workload (tools/bench/fctflow.py): short flows at Poisson arrivals beside the long ones, reported
 as flow completion times by size.
 Writes everything, with summary metrics, as JSON.
 
@@ -31,10 +31,10 @@ import time
 
 import nlsample
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIB = os.path.join(ROOT, "selftests", "lib.sh")
-FCTFLOW = os.path.join(ROOT, "tools", "fctflow.py")
-BULKFLOW = os.path.join(ROOT, "tools", "bulkflow.py")
+FCTFLOW = os.path.join(ROOT, "tools", "bench", "fctflow.py")
+BULKFLOW = os.path.join(ROOT, "tools", "bench", "bulkflow.py")
 SRV = "10.10.2.2"
 # A mixed run's second address of the receiver: the flows of mix 1 connect to it.
 SRV_MIX1 = "10.10.2.3"
@@ -400,7 +400,7 @@ def run_scenario(sc, algo, log=print, rep=0):
         # delay-stamp option on every connect from the sender instead (dx runs only).
         sh("ip netns exec cli sysctl -qw net.ipv4.tcp_delay_stamps=2")
     uniform = len(set(flows)) == 1 and len(ccs) == 1
-    # "preconnect": every connection established before any flow sends (tools/bulkflow.py)
+    # "preconnect": every connection established before any flow sends (tools/bench/bulkflow.py)
     # instead of one iperf3 per flow connecting at its start.
     preconnect = sc.get("preconnect", False)
     bulk_srv = None

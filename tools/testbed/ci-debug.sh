@@ -12,13 +12,13 @@
 # what was compiled and the next run resumes it. A run whose build was stopped says so,
 # with a SKIP line, and runs no debug test: it is neither passed nor failed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 start=${CI_START:-$(date +%s)}
 export RFL_BUILD_DEADLINE=$((start + ${CI_DEBUG_BUILD_BY:-2100}))
 
 echo "== debug flavour (shortened for CI)"
-# tools/setup.sh directly (what make setup-debug runs): make would turn its status 75 into 2.
-KERNEL_FLAVOR=debug tools/setup.sh all
+# tools/testbed/setup.sh directly (what make setup-debug runs): make would turn its status 75 into 2.
+KERNEL_FLAVOR=debug tools/testbed/setup.sh all
 status=$?
 if [ "$status" = 75 ]; then
 	echo "SKIP debug flavour: its kernel was not built within CI's budget (RFL_BUILD_DEADLINE); the next run resumes the build"

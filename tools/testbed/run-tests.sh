@@ -12,7 +12,7 @@ cd "$PROJECT_ROOT"
 
 # Per module: file | algorithms it registers | its KUnit suites | insmod parameters |
 # its own selftest (run besides tcp_cc_module.sh, which runs per algorithm). Parameters suit
-# the selftests' 100 Mbit/s, 500 us dumbbell (TIMELY: see tools/config.sh).
+# the selftests' 100 Mbit/s, 500 us dumbbell (TIMELY: see tools/testbed/config.sh).
 MODULES=(
 	"rust/tcp_rust_reno.ko|rust_reno|rust_reno||"
 	"rust/tcp_timely.ko|timely timely_patched|rust_timely|$TIMELY_PARAMS_100M|selftests/tcp_timely.sh"
@@ -39,7 +39,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/rfl-tests.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 pass() { passed=$((passed + 1)); echo "PASS $*"; }
 fail() { failed=$((failed + 1)); echo "FAIL $*"; }
-# KERNEL_FLAVOR=debug: every guest ends with tools/guest-debug-checks.sh (kmemleak, and the
+# KERNEL_FLAVOR=debug: every guest ends with tools/testbed/guest-debug-checks.sh (kmemleak, and the
 # kernel log scanned for KASAN/lockdep/UBSAN/WARN/BUG/... reports); one result per guest.
 debug_checks() { # NAME CONSOLE_LOG
 	[ "$KERNEL_FLAVOR" = debug ] || return 0
@@ -82,13 +82,15 @@ else
 		cat "$work/check.log"; fail "make check"
 	fi
 
-	echo "== host: Python unit tests of the tools (tools/test_*.py)"
-	if python3 -m unittest discover -s tools -p 'test_*.py' > "$work/pyunit.log" 2>&1; then
-		n=$(awk '/^Ran [0-9]+ test/ {print $2}' "$work/pyunit.log")
-		passed=$((passed + n)); echo "PASS python unittest: $n tests"
-	else
-		cat "$work/pyunit.log"; fail "python unittest (tools/test_*.py)"
-	fi
+	echo "== host: Python unit tests of the tools (test_*.py in tools/, tools/bench/, selftests/helpers/)"
+	for d in tools tools/bench selftests/helpers; do
+		if python3 -m unittest discover -s "$d" -p 'test_*.py' > "$work/pyunit.log" 2>&1; then
+			n=$(awk '/^Ran [0-9]+ test/ {print $2}' "$work/pyunit.log")
+			passed=$((passed + n)); echo "PASS python unittest $d: $n tests"
+		else
+			cat "$work/pyunit.log"; fail "python unittest ($d/test_*.py)"
+		fi
+	done
 
 	echo "== host: fuzz smoke (make fuzz-smoke: every target of rust/core/fuzz from the kept corpus)"
 	while read -r r msg; do if [ "$r" = PASS ]; then pass "$msg"; else fail "$msg"; fi; done < <(make -s fuzz-smoke 2>&1 |
@@ -103,7 +105,7 @@ for ko in ${kos[*]}; do insmod "\$ko" || echo "insmod \$ko failed" >&2; rmmod "\
 dmesg > "$work/kunit.dmesg"
 EOS
 t0=$SECONDS
-tools/uml-run.sh --timeout $((300 * TIMEOUT_SCALE)) --kunit 'rust_*' -- bash "$work/kunit.sh" > "$work/kunit.console" 2>&1 \
+tools/testbed/uml-run.sh --timeout $((300 * TIMEOUT_SCALE)) --kunit 'rust_*' -- bash "$work/kunit.sh" > "$work/kunit.console" 2>&1 \
 	|| { cat "$work/kunit.console"; fail "KUnit boot (status $?)"; }
 echo "  # KUnit guest: $((SECONDS - t0)) s"
 debug_checks kunit "$work/kunit.console"
@@ -130,7 +132,7 @@ selftest() {
 	# SELFTESTS="NAME ...": only these (CI's short debug run: make test-debug SELFTESTS=cc_stress).
 	[ -z "${SELFTESTS+set}" ] || [[ " $SELFTESTS " == *" $name "* ]] || { echo "SKIP selftest $name: not in SELFTESTS"; return 0; }
 	local t0=$SECONDS
-	tools/uml-run.sh --timeout $((${SELFTEST_TIMEOUT:-300} * TIMEOUT_SCALE)) -- "$@" > "$log" 2>&1
+	tools/testbed/uml-run.sh --timeout $((${SELFTEST_TIMEOUT:-300} * TIMEOUT_SCALE)) -- "$@" > "$log" 2>&1
 	status=$?
 	echo "  # selftest $name: guest ran $((SECONDS - t0)) s"
 	grep -E '^# ' "$log" | grep -v '^# totals' | sed 's/^/  /'
@@ -160,7 +162,7 @@ for m in "${MODULES[@]}"; do
 done
 selftest cc_stress selftests/tcp_cc_stress.sh "${stress_args[@]}"
 
-# Scripted TCP exchanges (tools/pktpeer.py) with every algorithm: ECN echoes, SACK holes,
+# Scripted TCP exchanges (selftests/helpers/pktpeer.py) with every algorithm: ECN echoes, SACK holes,
 # ACK and SACK beyond snd_nxt, malformed options; data intact. With RC3's policy loaded,
 # ACKs over, inside and beyond the low-priority copies of the tail (patches 0012-0014).
 selftest cc_packets selftests/tcp_cc_packets.sh rust/tcp_rc3.ko "${stress_args[@]}"

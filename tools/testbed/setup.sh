@@ -3,7 +3,7 @@
 # kernel source, apply patches/series, configure and build the User-mode
 # Linux test kernel. Idempotent; slow artefacts live in $CACHE_DIR.
 #
-#   tools/setup.sh [deps|bindgen|cargo-fuzz|source|kernel|all]   (default: all)
+#   tools/testbed/setup.sh [deps|bindgen|cargo-fuzz|source|kernel|all]   (default: all)
 set -euo pipefail
 source "$(dirname "$0")/config.sh"
 
@@ -14,11 +14,11 @@ DEBIAN_PACKAGES=(
 	qemu-system-x86 python3-matplotlib                 # matplotlib: the bench report's plots
 	python3-scapy                                      # scapy: the scripted TCP peer of the packet-level tests
 )
-# The debug flavour is built with clang (KASAN with Rust needs it; see tools/config.sh).
+# The debug flavour is built with clang (KASAN with Rust needs it; see tools/testbed/config.sh).
 [ "$KERNEL_FLAVOR" = normal ] || DEBIAN_PACKAGES+=(clang-19 lld-19 llvm-19)
 
 # The config fragments merged over defconfig, in order.
-CONFIG_FRAGMENTS=("$PROJECT_ROOT/tools/kernel.config")
+CONFIG_FRAGMENTS=("$PROJECT_ROOT/tools/testbed/kernel.config")
 [ "$KERNEL_FLAVOR" = normal ] || CONFIG_FRAGMENTS+=("$PROJECT_ROOT/tools/kernel-$KERNEL_FLAVOR.config")
 
 sudo_maybe() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -68,7 +68,7 @@ fetch_source() {
 		step "downloading $KERNEL_DEB (167 MB)"
 		curl -fSL --retry 3 -o "$deb.part" \
 			"$KERNEL_DEB_MIRROR/pool/main/l/linux/${KERNEL_DEB//\~/%7E}" \
-			|| die "cannot download $KERNEL_DEB from $KERNEL_DEB_MIRROR: the version may have left $KERNEL_DEB_SUITE; set KERNEL_DEB_MIRROR to a mirror that keeps it, or update KERNEL_DEB_VERSION/KERNEL_DEB_SHA256 in tools/config.sh"
+			|| die "cannot download $KERNEL_DEB from $KERNEL_DEB_MIRROR: the version may have left $KERNEL_DEB_SUITE; set KERNEL_DEB_MIRROR to a mirror that keeps it, or update KERNEL_DEB_VERSION/KERNEL_DEB_SHA256 in tools/testbed/config.sh"
 		echo "$KERNEL_DEB_SHA256  $deb.part" | sha256sum -c --status \
 			|| die "checksum mismatch for $KERNEL_DEB (expected $KERNEL_DEB_SHA256): delete $deb.part and retry; if it persists the mirror serves a different file"
 		mv "$deb.part" "$deb"
@@ -90,7 +90,7 @@ fetch_source() {
 series_key() {
 	{ echo "$KERNEL_DEB_VERSION"; cat "$PROJECT_ROOT/patches/series";
 	  for p in $(series_list); do cat "$PROJECT_ROOT/patches/$p"; done
-	  cat "$PROJECT_ROOT/tools/kernel.config"
+	  cat "$PROJECT_ROOT/tools/testbed/kernel.config"
 	  # Other flavours: their fragment and toolchain too (the normal key is unchanged).
 	  if [ "$KERNEL_FLAVOR" != normal ]; then
 		echo "$KERNEL_FLAVOR ${KERNEL_MAKE_ARGS[*]}"; cat "${CONFIG_FRAGMENTS[@]:1}"
@@ -176,7 +176,7 @@ build_kernel() {
 	"${KMAKE[@]}" -s olddefconfig
 	local missing; missing=$(config_not_taken)
 	[ -z "$missing" ] || die "kernel config did not take: $(echo $missing) (a dependency is missing; run 'make -C $KERNEL_TREE ARCH=um menuconfig' to see why)"
-	"${KMAKE[@]}" -s rustavailable >/dev/null || die "Rust is not available for the kernel build: rerun 'tools/setup.sh deps bindgen'"
+	"${KMAKE[@]}" -s rustavailable >/dev/null || die "Rust is not available for the kernel build: rerun 'tools/testbed/setup.sh deps bindgen'"
 	local what="UML kernel" minutes=6
 	[ "$KERNEL_FLAVOR" = normal ] || { what="$KERNEL_FLAVOR UML kernel"; minutes=20; }
 	step "building $what (about $minutes minutes on 2 cores the first time)"

@@ -2,7 +2,7 @@
 # The main job (`make demo`): boot the test kernel, load the project's controllers, and
 # compare them with cubic, dctcp and bbr through a shaped bottleneck between network
 # namespaces (100 Mbit/s, 500 us). Prints a table; the JSON lands in results/demo.json.
-# Extra arguments go to tools/netbench.py.
+# Extra arguments go to tools/bench/netbench.py.
 #
 # The guest runs on simulated time by default (UML time-travel: time advances only when
 # the guest idles, so timers fire on time and the host's speed and load do not show in
@@ -24,9 +24,9 @@ for ko in "${kos[@]}"; do
 done
 echo "clock: $DEMO_CLOCK; algorithms: $ALGOS"
 t0=$SECONDS
-tools/uml-run.sh --timeout 900 "${clock[@]}" -- bash -c "
+tools/testbed/uml-run.sh --timeout 900 "${clock[@]}" -- bash -c "
 	insmod rust/tcp_rust_reno.ko && insmod rust/tcp_timely.ko $TIMELY_PARAMS_DEMO &&
 		insmod rust/tcp_rust_dctcp.ko && insmod rust/tcp_dx.ko $DX_PARAMS_100M || exit 1
-	python3 tools/netbench.py --algos $ALGOS --json results/demo.json $*
+	python3 tools/bench/netbench.py --algos $ALGOS --json results/demo.json $*
 " | grep -v '^\['
 echo "demo took $((SECONDS - t0)) s of wall time"

@@ -11,11 +11,11 @@ KERNEL_DEB_SUITE=trixie-backports
 BINDGEN_VERSION=0.73.2
 CARGO_FUZZ_VERSION=0.13.2   # make fuzz: cargo-fuzz, installed in $CACHE_DIR/cargo-fuzz
 
-PROJECT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PROJECT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CACHE_DIR=${RFL_CC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rfl-tcp-cc}
 # The kernel tree we build in: patched source plus in-tree build output. One per flavour:
 # KERNEL_FLAVOR=normal (default) is linux-7.3; KERNEL_FLAVOR=debug is linux-7.3-debug, the
-# same source, patches and tools/kernel.config plus tools/kernel-debug.config (KASAN,
+# same source, patches and tools/testbed/kernel.config plus tools/testbed/kernel-debug.config (KASAN,
 # lockdep, UBSAN, kmemleak, ...), built with clang (LLVM=-19): Rust with KASAN needs a
 # clang-built kernel (init/Kconfig: config RUST ... depends on !KASAN || CC_IS_CLANG).
 # UML compiles C with -mcmodel=large, for which clang (unlike gcc) puts all data in .ldata

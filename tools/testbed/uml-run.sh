@@ -2,11 +2,11 @@
 # Boot the project's User-mode Linux kernel on the host's root file system, run one
 # command inside it as init, stream the console, and exit with the command's status.
 #
-#   tools/uml-run.sh [--timeout SEC] [--time-travel] [--mem SIZE] [--kunit GLOB]
+#   tools/testbed/uml-run.sh [--timeout SEC] [--time-travel] [--mem SIZE] [--kunit GLOB]
 #                    [--log FILE] [--no-debug-checks] -- COMMAND [ARGS...]
 #
-# The kernel is the flavour's (KERNEL_FLAVOR=normal|debug, see tools/config.sh). On the debug
-# flavour, after COMMAND the guest runs tools/guest-debug-checks.sh (kmemleak scan, kernel
+# The kernel is the flavour's (KERNEL_FLAVOR=normal|debug, see tools/testbed/config.sh). On the debug
+# flavour, after COMMAND the guest runs tools/testbed/guest-debug-checks.sh (kmemleak scan, kernel
 # log scan for KASAN/lockdep/UBSAN/WARN/BUG/... reports): its lines start with
 # "debug-checks: " and the last says "debug-checks: ok" or "debug-checks: FAIL". The exit
 # status stays COMMAND's; a failed check is also said on stderr.
@@ -56,7 +56,7 @@ trap 'exit 130' INT TERM
 } > "$rundir/job.sh"
 
 args=(mem="$mem" rootfstype=hostfs rootflags=/ rw
-      init="$PROJECT_ROOT/tools/guest-init.sh" uml_dir="$rundir"
+      init="$PROJECT_ROOT/tools/testbed/guest-init.sh" uml_dir="$rundir"
       con=null con0=null,fd:1 quiet loglevel=4
       RFL_RUNDIR="$rundir")
 [ "$time_travel" = 1 ] && args+=(time-travel=inf-cpu)

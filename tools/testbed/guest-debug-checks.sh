@@ -1,6 +1,6 @@
 #!/bin/bash
 # Guest side of the debug flavour's report detection (KERNEL_FLAVOR=debug): run by
-# tools/guest-init.sh after every job, inside the guest. Makes kmemleak scan, then reads
+# tools/testbed/guest-init.sh after every job, inside the guest. Makes kmemleak scan, then reads
 # the whole kernel log for the reports of the kernel's checkers (KASAN, lockdep, UBSAN,
 # DEBUG_OBJECTS, DEBUG_LIST, refcount_t, ref_tracker, WARN/BUG/Oops, Rust panics,
 # kmemleak). Every line it prints starts with "debug-checks: ", so it is never read as
