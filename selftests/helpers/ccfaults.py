@@ -53,7 +53,6 @@ import os
 import random
 import resource
 import selectors
-import signal
 import socket
 import statistics
 import struct
@@ -62,18 +61,19 @@ import sys
 import threading
 import time
 
+# tools/lib: the inet_diag dump, struct tcp_info and the test server, shared with the bench
+# and ccstress.py. Imported where used: `unpriv` runs as nobody, reading this script from
+# stdin, where __file__ does not locate tools/lib (which nobody may not be able to read),
+# and needs none of it.
+LIB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lib")
+sys.path.insert(0, LIB)
+
 TCP_CONGESTION = 13
-TCP_INFO = 11
 TCP_CA_NAME_MAX = 16
 SO_MAX_PACING_RATE = 47
 CHUNK = 64 * 1024
 REPLY_MAX = 128
 FLAP_SNDBUF = 64 * 1024  # the kernel doubles it
-# struct tcp_info offsets (include/uapi/linux/tcp.h)
-TI_RTO = 8
-TI_TOTAL_RETRANS = 100
-TI_BYTES_ACKED = 120
-TI_LEN = 232
 
 
 def errname(e):
@@ -98,12 +98,11 @@ def data_acked(bytes_acked):
 
 def tcp_info(sock):
     """(data bytes acked by the receiver, total retransmitted segments)."""
-    raw = sock.getsockopt(socket.IPPROTO_TCP, TCP_INFO, TI_LEN)
-    if len(raw) < TI_BYTES_ACKED + 8:
+    import tcpinfo  # tools/lib (see LIB)
+    info = tcpinfo.get(sock, ("bytes_acked", "total_retrans"))
+    if info is None:
         raise OSError("short tcp_info")
-    (retrans,) = struct.unpack_from("I", raw, TI_TOTAL_RETRANS)
-    (acked,) = struct.unpack_from("Q", raw, TI_BYTES_ACKED)
-    return data_acked(acked), retrans
+    return data_acked(info["bytes_acked"]), info["total_retrans"]
 
 
 def abort(sock):
@@ -145,125 +144,65 @@ def mem_available_kb():
 
 # ---------------------------------------------------------------------------- inet_diag
 
-NETLINK_SOCK_DIAG = 4
-NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
-NLMSG_ERROR, NLMSG_DONE = 2, 3
-SOCK_DIAG_BY_FAMILY = 20
-INET_DIAG_MSG_LEN = 72  # struct inet_diag_msg
-INET_DIAG_INFO = 2
-TCP_ESTABLISHED = 1
-
 
 class DiagSampler:
     """tcp_info of every established TCP socket of this namespace, by local port, in one
     inet_diag dump: a getsockopt per socket costs a system call each, slow in the guest."""
 
     def __init__(self):
-        self.nl = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG)
-        self.nl.bind((0, 0))
-        self.seq = 0
+        import inetdiag  # tools/lib (see LIB)
+        self.diag = inetdiag.InetDiag()
+        self.ext, self.states = inetdiag.EXT_INFO, 1 << inetdiag.TCP_ESTABLISHED
 
     def sample(self):
         """{local port: (bytes acked, total retransmits, retransmission timeout in s)}; the
         timeout is the current one, backoff included (icsk_rto)."""
-        self.seq += 1
-        req = struct.pack("BBBxI", socket.AF_INET, socket.IPPROTO_TCP,
-                          1 << (INET_DIAG_INFO - 1), 1 << TCP_ESTABLISHED) + bytes(48)
-        self.nl.send(struct.pack("IHHII", 16 + len(req), SOCK_DIAG_BY_FAMILY,
-                                 NLM_F_REQUEST | NLM_F_DUMP, self.seq, 0) + req)
         out = {}
-        while True:
-            buf = self.nl.recv(1 << 20)
-            off = 0
-            while off + 16 <= len(buf):
-                mlen, mtype, _, mseq, _ = struct.unpack_from("IHHII", buf, off)
-                if mlen < 16:
-                    raise OSError("netlink: malformed message")
-                msg = buf[off + 16:off + mlen]
-                off += (mlen + 3) & ~3
-                if mseq != self.seq:
-                    continue
-                if mtype == NLMSG_DONE:
-                    return out
-                if mtype == NLMSG_ERROR:
-                    raise OSError(-struct.unpack_from("i", msg, 0)[0], "inet_diag dump")
-                (sport,) = struct.unpack_from("!H", msg, 4)
-                aoff = INET_DIAG_MSG_LEN
-                while aoff + 4 <= len(msg):
-                    alen, atype = struct.unpack_from("HH", msg, aoff)
-                    if alen < 4:
-                        break
-                    if atype == INET_DIAG_INFO and alen - 4 >= TI_BYTES_ACKED + 8:
-                        (retrans,) = struct.unpack_from("I", msg, aoff + 4 + TI_TOTAL_RETRANS)
-                        (acked,) = struct.unpack_from("Q", msg, aoff + 4 + TI_BYTES_ACKED)
-                        (rto_us,) = struct.unpack_from("I", msg, aoff + 4 + TI_RTO)
-                        out[sport] = (data_acked(acked), retrans, rto_us / 1e6)
-                    aoff += (alen + 3) & ~3
+        for s in self.diag.tcp(ext=self.ext, states=self.states):
+            info = s.tcp_info(("bytes_acked", "total_retrans", "rto"))
+            if info is not None:
+                out[s.sport] = (data_acked(info["bytes_acked"]), info["total_retrans"],
+                                info["rto"] / 1e6)
+        return out
 
 
 # ---------------------------------------------------------------------------- server
 
 
 def serve(port, log_path):
+    import tcpserver  # tools/lib (see LIB)
+
+    class Checksummer(tcpserver.TcpServer):
+        """Per connection: bytes and SHA-256 of what arrived; on EOF, the reply line."""
+
+        def accepted(self, conn, addr):
+            totals["accepted"] += 1
+            return {"bytes": 0, "hash": hashlib.sha256(), "port": addr[1]}
+
+        def received(self, conn, st, data):
+            st["bytes"] += len(data)
+            st["hash"].update(data)
+
+        def ended(self, conn, st, how):
+            totals[how] += 1
+            totals["bytes"] += st["bytes"]
+            digest = st["hash"].hexdigest()
+            if how == "eof":
+                try:
+                    conn.send(f"{st['bytes']} {digest}\n".encode())
+                except OSError:
+                    how = "eof, reply failed"
+            if log:
+                log.write(json.dumps({"port": st["port"], "bytes": st["bytes"],
+                                      "sha256": digest, "end": how}) + "\n")
+
     raise_fd_limit(65536)
     log = open(log_path, "a", buffering=1) if log_path else None
     totals = {"accepted": 0, "eof": 0, "reset": 0, "bytes": 0}
-
-    def stop(signum, frame):
-        raise SystemExit(0)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    sel = selectors.DefaultSelector()
-    lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    lsock.bind(("0.0.0.0", port))
-    lsock.listen(4096)
-    lsock.setblocking(False)
-    sel.register(lsock, selectors.EVENT_READ, None)
-
-    def finish(conn, st, how):
-        sel.unregister(conn)
-        totals[how] += 1
-        totals["bytes"] += st["bytes"]
-        digest = st["hash"].hexdigest()
-        if how == "eof":
-            try:
-                conn.send(f"{st['bytes']} {digest}\n".encode())
-            except OSError:
-                how = "eof, reply failed"
-        if log:
-            log.write(json.dumps({"port": st["port"], "bytes": st["bytes"], "sha256": digest,
-                                  "end": how}) + "\n")
-        conn.close()
-
+    tcpserver.exit_on_signals()
+    server = Checksummer([port], backlog=4096)
     try:
-        while True:
-            for key, _ in sel.select():
-                if key.data is None:
-                    while True:
-                        try:
-                            conn, addr = lsock.accept()
-                        except (BlockingIOError, InterruptedError):
-                            break
-                        conn.setblocking(False)
-                        sel.register(conn, selectors.EVENT_READ,
-                                     {"bytes": 0, "hash": hashlib.sha256(), "port": addr[1]})
-                        totals["accepted"] += 1
-                    continue
-                conn, st = key.fileobj, key.data
-                try:
-                    data = conn.recv(1 << 18)
-                except (BlockingIOError, InterruptedError):
-                    continue
-                except OSError:
-                    finish(conn, st, "reset")
-                    continue
-                if not data:
-                    finish(conn, st, "eof")
-                    continue
-                st["bytes"] += len(data)
-                st["hash"].update(data)
+        server.run()
     finally:
         print(json.dumps(totals, sort_keys=True), flush=True)
 
@@ -735,6 +674,18 @@ def transfer(a):
 # ---------------------------------------------------------------------------- unpriv
 
 
+def try_switch(s, control, r, which):
+    """setsockopt(TCP_CONGESTION, control) on s, recorded in r as which_before (the
+    socket's control), which_errno ("OK" or the errno's name) and which_after."""
+    r[f"{which}_before"] = cc_name(s)
+    try:
+        s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, control.encode())
+        r[f"{which}_errno"] = "OK"
+    except OSError as e:
+        r[f"{which}_errno"] = errname(e)
+    r[f"{which}_after"] = cc_name(s)
+
+
 def unpriv(a):
     res = {"uid": os.getuid(), "controls": {}, "errors": []}
     payload = os.urandom(64 * 1024)
@@ -742,25 +693,13 @@ def unpriv(a):
         r = {}
         # A fresh socket.
         s = socket.socket()
-        r["fresh_before"] = cc_name(s)
-        try:
-            s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, control.encode())
-            r["fresh_errno"] = "OK"
-        except OSError as e:
-            r["fresh_errno"] = errname(e)
-        r["fresh_after"] = cc_name(s)
+        try_switch(s, control, r, "fresh")
         s.close()
         # A live connection that uses --base.
         try:
             s = connect(a.dst, a.port, a.base)
             s.sendall(payload)
-            r["live_before"] = cc_name(s)
-            try:
-                s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, control.encode())
-                r["live_errno"] = "OK"
-            except OSError as e:
-                r["live_errno"] = errname(e)
-            r["live_after"] = cc_name(s)
+            try_switch(s, control, r, "live")
             s.sendall(payload)
             s.shutdown(socket.SHUT_WR)
             reply = read_reply(s, time.monotonic() + 10)

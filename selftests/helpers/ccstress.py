@@ -36,14 +36,19 @@ import collections
 import contextlib
 import errno
 import json
+import os
 import random
-import selectors
-import signal
 import socket
 import struct
 import sys
 import threading
 import time
+
+# tools/lib: the inet_diag dump and the test server, shared with the bench and ccfaults.py.
+# Imported where used: the client runs as nobody, reading this script from stdin, where
+# __file__ does not locate tools/lib (which nobody may not be able to read) and needs none.
+LIB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lib")
+sys.path.insert(0, LIB)
 
 TCP_CONGESTION = 13
 TCP_CC_INFO = 26
@@ -84,72 +89,30 @@ def cc_name(sock):
 
 # ---------------------------------------------------------------------------- diag
 
-NETLINK_SOCK_DIAG = 4
-NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
-NLMSG_ERROR, NLMSG_DONE = 2, 3
-SOCK_DIAG_BY_FAMILY = 20
-INET_DIAG_MSG_LEN = 72  # struct inet_diag_msg
-INET_DIAG_INFO, INET_DIAG_VEGASINFO, INET_DIAG_CONG = 2, 3, 4
-INET_DIAG_DCTCPINFO, INET_DIAG_BBRINFO = 9, 16
-# idiag_ext is 8 bits: controls answer the VEGASINFO bit with their own layout, as for ss.
-DIAG_EXT = (1 << (INET_DIAG_INFO - 1)) | (1 << (INET_DIAG_VEGASINFO - 1)) \
-    | (1 << (INET_DIAG_CONG - 1))
-
-
-def _attrs(buf, off, end):
-    while off + 4 <= end:
-        alen, atype = struct.unpack_from("HH", buf, off)
-        if alen < 4:
-            return
-        yield atype & 0x3FFF, buf[off + 4:off + alen]
-        off += (alen + 3) & ~3
-
-
+# What `ss -ti` asks for: tcp_info, the control's name, and its own info.
 def diag_loop(controls, seconds):
-    nl = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG)
-    nl.bind((0, 0))
-    # struct inet_diag_req_v2: family, protocol, ext, pad, states (all), a zero sockid.
-    req = struct.pack("BBBxI", socket.AF_INET, socket.IPPROTO_TCP, DIAG_EXT, 0xFFFFFFFF) \
-        + bytes(48)
+    import inetdiag  # tools/lib (see LIB)
+    diag = inetdiag.InetDiag()
+    ext = inetdiag.EXT_INFO | inetdiag.EXT_CC_INFO | inetdiag.EXT_CONG
     c = collections.Counter()
     by_control = collections.Counter()
     errors = []
     t0 = time.monotonic()
-    seq = 0
     while time.monotonic() - t0 < seconds and len(errors) < MAX_ERRORS_KEPT:
-        seq += 1
-        nl.send(struct.pack("IHHII", 16 + len(req), SOCK_DIAG_BY_FAMILY,
-                            NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + req)
-        done = False
-        while not done:
-            buf = nl.recv(1 << 20)
-            off = 0
-            while off + 16 <= len(buf) and not done:
-                mlen, mtype, _, mseq, _ = struct.unpack_from("IHHII", buf, off)
-                if mlen < 16:
-                    raise OSError("netlink: malformed message")
-                msg = buf[off + 16:off + mlen]
-                off += (mlen + 3) & ~3
-                if mseq != seq:
-                    continue
-                if mtype == NLMSG_DONE:
-                    done = True
-                elif mtype == NLMSG_ERROR:
-                    err = -struct.unpack_from("i", msg, 0)[0]
-                    errors.append(f"dump: {errno.errorcode.get(err, err)}")
-                    done = True
-                else:
-                    c["sockets"] += 1
-                    for atype, data in _attrs(msg, INET_DIAG_MSG_LEN, len(msg)):
-                        if atype == INET_DIAG_CONG:
-                            name = data.split(b"\0", 1)[0].decode()
-                            name = fallback_of(name)
-                            by_control[name] += 1
-                            if name not in controls and len(errors) < MAX_ERRORS_KEPT:
-                                errors.append(f"a socket reports control {name!r}")
-                        elif atype in (INET_DIAG_VEGASINFO, INET_DIAG_DCTCPINFO,
-                                       INET_DIAG_BBRINFO):
-                            c["cc_info"] += 1
+        try:
+            socks = diag.tcp(ext=ext)  # every state
+        except OSError as e:
+            errors.append(f"dump: {errname(e)}")
+            socks = []
+        for s in socks:
+            c["sockets"] += 1
+            if s.cc is not None:
+                name = fallback_of(s.cc)
+                by_control[name] += 1
+                if name not in controls and len(errors) < MAX_ERRORS_KEPT:
+                    errors.append(f"a socket reports control {name!r}")
+            if s.cc_info is not None:
+                c["cc_info"] += 1
         c["dumps"] += 1
     return {"seconds": round(time.monotonic() - t0, 3), "dumps": c["dumps"],
             "sockets": c["sockets"], "cc_info": c["cc_info"],
@@ -160,46 +123,25 @@ def diag_loop(controls, seconds):
 
 
 def serve(port):
+    import tcpserver  # tools/lib (see LIB)
+
+    class Sink(tcpserver.TcpServer):
+        """Reads and discards; counts connections, bytes, closes and resets."""
+
+        def accepted(self, conn, addr):
+            counts["accepted"] += 1
+
+        def received(self, conn, state, data):
+            counts["bytes_received"] += len(data)
+
+        def ended(self, conn, state, how):
+            counts["closed" if how == "eof" else "resets"] += 1  # reset: an abortive close
+
     counts = collections.Counter()
-
-    def stop(signum, frame):
-        raise SystemExit(0)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    sel = selectors.DefaultSelector()
-    lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    lsock.bind(("0.0.0.0", port))
-    lsock.listen(1024)
-    lsock.setblocking(False)
-    sel.register(lsock, selectors.EVENT_READ, None)
+    tcpserver.exit_on_signals()
+    server = Sink([port])
     try:
-        while True:
-            for key, _ in sel.select():
-                if key.data is None:
-                    try:
-                        conn, _ = lsock.accept()
-                    except (BlockingIOError, InterruptedError):
-                        continue
-                    conn.setblocking(False)
-                    sel.register(conn, selectors.EVENT_READ, "conn")
-                    counts["accepted"] += 1
-                    continue
-                conn = key.fileobj
-                try:
-                    data = conn.recv(1 << 18)
-                except (BlockingIOError, InterruptedError):
-                    continue
-                except ConnectionResetError:
-                    data, counts["resets"] = b"", counts["resets"] + 1  # an abortive close
-                else:
-                    counts["bytes_received"] += len(data)
-                    if data:
-                        continue
-                    counts["closed"] += 1
-                sel.unregister(conn)
-                conn.close()
+        server.run()
     finally:
         print(json.dumps(dict(counts), sort_keys=True), flush=True)
 

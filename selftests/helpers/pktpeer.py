@@ -37,6 +37,11 @@ import subprocess
 import sys
 import time
 
+# tools/lib: struct tcp_info, shared with the bench and the other helpers.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "tools", "lib"))
+import tcpinfo  # noqa: E402
+
 SCENARIOS = ("plain", "ecn_echo", "sack_hole", "ack_beyond_snd_nxt", "sack_beyond_snd_nxt",
              "bad_options", "delay_stamps", "delay_refused", "delay_bad", "options_fuzz",
              "rc3_bump", "rc3_ack_mid_skb", "rc3_ack_beyond_write_seq", "rc3_ack_unsent_data",
@@ -89,17 +94,29 @@ def transfer(dst, port, cc, nbytes, max_rate, rc3=False):
         s.shutdown(socket.SHUT_WR)
         while s.recv(4096):
             pass
-        info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
-        # struct tcp_info: eight u8 (state ... flags), then u32 rto, ato, snd_mss, rcv_mss,
-        # unacked, sacked, lost, retrans, fackets, four timestamps, pmtu, rcv_ssthresh, rtt,
-        # rttvar, snd_ssthresh, snd_cwnd, advmss, reordering, rcv_rtt, rcv_space,
-        # total_retrans.
-        u32 = struct.unpack_from("<24I", info, 8)
+        info = tcpinfo.get(s, ("total_retrans", "options"))
         cc_used = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16)
-        return {"cc": cc_used.rstrip(b"\0").decode(), "total_retrans": u32[23],
-                "options": info[5], "sha256": hashlib.sha256(data).hexdigest()}
+        return {"cc": cc_used.rstrip(b"\0").decode(), "total_retrans": info["total_retrans"],
+                "options": info["options"], "sha256": hashlib.sha256(data).hexdigest()}
     finally:
         s.close()
+
+
+def tcp_options(opts):
+    """(kind, offset, length) of each option in a TCP header's option bytes, up to the end
+    of the list or the first malformed length; a length may run past the end."""
+    i = 0
+    while i < len(opts):
+        kind = opts[i]
+        if kind == 0:
+            return
+        if kind == 1:
+            i += 1
+            continue
+        if i + 1 >= len(opts) or opts[i + 1] < 2:
+            return
+        yield kind, i, opts[i + 1]
+        i += opts[i + 1]
 
 
 def tcpext():
@@ -510,37 +527,17 @@ class Peer:
     @staticmethod
     def delay_options(opts):
         """The delay-stamp options in a header: {length: first 32-bit field or None}."""
-        found, i = {}, 0
-        while i < len(opts):
-            kind = opts[i]
-            if kind == 0:
-                break
-            if kind == 1:
-                i += 1
-                continue
-            if i + 1 >= len(opts) or opts[i + 1] < 2:
-                break
-            n = opts[i + 1]
+        found = {}
+        for kind, i, n in tcp_options(opts):
             if kind == DELAY_KIND and n >= 4 and i + n <= len(opts) and \
                     struct.unpack_from("!H", opts, i + 2)[0] == DELAY_EXID:
                 found[n] = struct.unpack_from("!I", opts, i + 4)[0] if n >= 8 else None
-            i += n
         return found
 
     def parse_ts(self, opts):
-        i = 0
-        while i < len(opts):
-            kind = opts[i]
-            if kind == 0:
-                break
-            if kind == 1:
-                i += 1
-                continue
-            if i + 1 >= len(opts) or opts[i + 1] < 2:
-                break
-            if kind == 8 and opts[i + 1] == 10 and i + 10 <= len(opts):
+        for kind, i, n in tcp_options(opts):
+            if kind == 8 and n == 10 and i + 10 <= len(opts):
                 self.peer_ts = struct.unpack_from("!I", opts, i + 2)[0]
-            i += opts[i + 1]
 
     def data(self, seq, payload, lp):
         a = self.args

@@ -20,42 +20,23 @@ The server discards what arrives, one event loop for every connection.
 """
 import argparse
 import json
-import selectors
+import os
 import socket
-import struct
 import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import tcpinfo  # noqa: E402 (tools/lib: shared with the selftests)
+import tcpserver  # noqa: E402
+
 CHUNK = 64 * 1024
-# struct tcp_info offsets (include/uapi/linux/tcp.h).
-TCPI_TOTAL_RETRANS, TCPI_BYTES_ACKED, TCPI_LEN = 100, 120, 232
 
 
 def serve(port, count):
-    sel = selectors.DefaultSelector()
-    for p in range(port, port + count):
-        ls = socket.create_server(("", p), backlog=16)
-        ls.setblocking(False)
-        sel.register(ls, selectors.EVENT_READ, "listen")
+    server = tcpserver.TcpServer(range(port, port + count), backlog=16, recv_bytes=1 << 20)
     print("listening", flush=True)
-    while True:
-        for key, _ in sel.select():
-            s = key.fileobj
-            if key.data == "listen":
-                conn, _ = s.accept()
-                conn.setblocking(False)
-                sel.register(conn, selectors.EVENT_READ, "data")
-                continue
-            try:
-                data = s.recv(1 << 20)
-            except (BlockingIOError, InterruptedError):
-                continue
-            except OSError:
-                data = b""
-            if not data:
-                sel.unregister(s)
-                s.close()
+    server.run()  # discards what arrives
 
 
 def run_flow(s, t0, start_s, stop_s, result):
@@ -72,10 +53,10 @@ def run_flow(s, t0, start_s, stop_s, result):
             s.send(payload)
         except socket.timeout:
             pass
-    info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCPI_LEN)
+    info = tcpinfo.get(s, ("total_retrans", "bytes_acked"))
     result["stop_s"] = stop_s
-    result["retransmits"] = struct.unpack_from("I", info, TCPI_TOTAL_RETRANS)[0]
-    result["bytes"] = struct.unpack_from("Q", info, TCPI_BYTES_ACKED)[0]
+    result["retransmits"] = info["total_retrans"]
+    result["bytes"] = info["bytes_acked"]
     result["mbps"] = result["bytes"] * 8 / max(stop_s - result["start_s"], 1e-3) / 1e6
     s.close()
 

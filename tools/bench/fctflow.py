@@ -19,11 +19,15 @@ Both sides are single-threaded event loops, so hundreds of concurrent flows cost
 import argparse
 import errno
 import json
+import os
 import random
 import selectors
 import socket
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import tcpserver  # noqa: E402 (tools/lib: the test server, shared with the selftests)
 
 CHUNK = 256 * 1024
 
@@ -36,56 +40,43 @@ class Incoming:
         self.head, self.size, self.got, self.answered = b"", None, 0, False
 
 
+class FlowServer(tcpserver.TcpServer):
+    """Reads each flow's length, then its bytes; answers one byte when they have all
+    arrived."""
+
+    def accepted(self, conn, addr):
+        return Incoming()
+
+    def received(self, conn, flow, data):
+        if len(flow.head) < 8:
+            flow.head += data[:8 - len(flow.head)]
+            if len(flow.head) == 8:
+                flow.size = int.from_bytes(flow.head, "big")
+        flow.got += len(data)
+        if flow.size is not None and flow.got >= flow.size:
+            self.answer(conn, flow)
+
+    def ended(self, conn, flow, how):
+        if how == "eof":  # the sender closed early
+            self.answer(conn, flow)
+
+    @staticmethod
+    def answer(conn, flow):
+        # Every byte arrived (or the sender closed early): one byte back is the sender's
+        # completion signal. Not waiting for the FIN: an application that knows the length
+        # (HTTP) is done with the last byte, and RC3's copies deliver data before TCP sends
+        # its FIN. The socket is small, so this cannot block.
+        if flow.answered:
+            return
+        flow.answered = True
+        try:
+            conn.send(b"k")
+        except OSError:
+            pass
+
+
 def serve(port):
-    sel = selectors.DefaultSelector()
-    lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    lsock.bind(("0.0.0.0", port))
-    lsock.listen(4096)
-    lsock.setblocking(False)
-    sel.register(lsock, selectors.EVENT_READ, None)
-    while True:
-        for key, _ in sel.select():
-            if key.data is None:
-                try:
-                    conn, _ = lsock.accept()
-                except BlockingIOError:
-                    continue
-                conn.setblocking(False)
-                sel.register(conn, selectors.EVENT_READ, Incoming())
-                continue
-            conn, flow = key.fileobj, key.data
-            try:
-                data = conn.recv(CHUNK)
-            except (BlockingIOError, InterruptedError):
-                continue
-            except OSError:
-                _close(sel, conn)
-                continue
-            if len(flow.head) < 8:
-                flow.head += data[:8 - len(flow.head)]
-                if len(flow.head) == 8:
-                    flow.size = int.from_bytes(flow.head, "big")
-            flow.got += len(data)
-            if not flow.answered and (flow.size is not None and flow.got >= flow.size
-                                      or not data):
-                # Every byte arrived (or the sender closed early): one byte back is the
-                # sender's completion signal. Not waiting for the FIN: an application
-                # that knows the length (HTTP) is done with the last byte, and RC3's
-                # copies deliver data before TCP sends its FIN. The socket is small, so
-                # this cannot block.
-                flow.answered = True
-                try:
-                    conn.send(b"k")
-                except OSError:
-                    pass
-            if not data:
-                _close(sel, conn)
-
-
-def _close(sel, sock):
-    sel.unregister(sock)
-    sock.close()
+    FlowServer([port], backlog=4096, recv_bytes=CHUNK).run()
 
 
 def draw_flows(w):
