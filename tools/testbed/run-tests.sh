@@ -82,8 +82,8 @@ else
 		cat "$work/check.log"; fail "make check"
 	fi
 
-	echo "== host: Python unit tests of the tools (test_*.py in tools/, tools/bench/, selftests/helpers/)"
-	for d in tools tools/bench selftests/helpers; do
+	echo "== host: Python unit tests of the tools (test_*.py in tools/, tools/bench/, tools/lib/, selftests/helpers/)"
+	for d in tools tools/bench tools/lib selftests/helpers; do
 		if python3 -m unittest discover -s "$d" -p 'test_*.py' > "$work/pyunit.log" 2>&1; then
 			n=$(awk '/^Ran [0-9]+ test/ {print $2}' "$work/pyunit.log")
 			passed=$((passed + n)); echo "PASS python unittest $d: $n tests"
