@@ -28,12 +28,12 @@
 //! source of its samples (1 hardware stamps, 2 software stamps, 3 RTT fallback, 0 none yet)
 //! and `bw` the stack's pacing rate.
 
-use kernel::net::tcp::cong::{
-    AckSample, Algorithm, CaState, DelaySource, Event, Flags, Info, InfoSock, Sock,
-};
+use kernel::net::tcp::cong::{AckSample, Algorithm, CaState, Event, Flags, Info, InfoSock, Sock};
 use kernel::prelude::*;
 use kernel::sync::SetOnce;
 
+#[path = "delay_source.rs"]
+mod delay_source;
 // Per-ACK CPU cost figures printed by the KUnit suite (shared with the other modules).
 #[cfg(CONFIG_KUNIT)]
 #[path = "kunit_cpu_cost.rs"]
@@ -46,8 +46,10 @@ mod module_params;
 #[path = "core/src/lib.rs"]
 mod cc_core;
 
-use cc_core::dx::{DelaySample, Dx, DxParams, StampSource};
+use cc_core::dx::{DelaySample, Dx, DxParams};
 use cc_core::reno;
+use cc_core::sample::SampleSource;
+use cc_core::seq;
 
 kernel::module_tcp_cong! {
     algorithms: [DxCc],
@@ -144,11 +146,6 @@ impl DxCc {
     }
 }
 
-/// `a` is after `b` in sequence space.
-fn seq_after(a: u32, b: u32) -> bool {
-    (b.wrapping_sub(a) as i32) < 0
-}
-
 #[vtable]
 impl Algorithm for DxCc {
     const NAME: &'static CStr = c"dx";
@@ -168,36 +165,35 @@ impl Algorithm for DxCc {
         let p = params();
         let use_rtt = !st.stamps || st.silent_rounds >= SILENT_ROUNDS;
         let sample = match (sample.delay, use_rtt, sample.rtt_us) {
-            (Some(d), _, _) if st.stamps => DelaySample {
-                source: match d.source {
-                    DelaySource::Hardware => {
-                        st.round_hw = true;
-                        st.hw_silent_rounds = 0;
-                        StampSource::Hardware
-                    }
+            (Some(d), _, _) if st.stamps => {
+                let source = delay_source::sample_source(d.source);
+                if source == SampleSource::Hardware {
+                    st.round_hw = true;
+                    st.hw_silent_rounds = 0;
+                } else if st.hw_silent_rounds < SILENT_ROUNDS {
                     // While hardware samples come, software ones (another clock) would
                     // restart the estimator.
-                    _ if st.hw_silent_rounds < SILENT_ROUNDS => return,
-                    // Device-boundary software stamps; the first samples of a connection
-                    // may fall back to TCP's clock (DelaySource::Tcp), software too.
-                    DelaySource::Device | DelaySource::Tcp => StampSource::Software,
-                },
-                owd_ns: d.owd_ns,
-                rtt_ns: d.net_rtt_ns,
-            },
+                    return;
+                }
+                DelaySample {
+                    source,
+                    owd_ns: d.owd_ns,
+                    rtt_ns: d.net_rtt_ns,
+                }
+            }
             // Without the option, the RTT less its minimum; the kernel's samples of
             // retransmitted data are already left out (Karn).
             (None, true, Some(rtt_us)) => {
                 let rtt_ns = rtt_us.saturating_mul(1000);
                 DelaySample {
-                    source: StampSource::Rtt,
+                    source: SampleSource::KernelRtt,
                     owd_ns: rtt_ns,
                     rtt_ns,
                 }
             }
             _ => return,
         };
-        if sample.source != StampSource::Rtt {
+        if sample.source != SampleSource::KernelRtt {
             st.round_stamped = true;
         }
         st.dx.on_sample(&sample, &p);
@@ -205,7 +201,7 @@ impl Algorithm for DxCc {
 
     fn cong_avoid(sk: &mut Sock<'_>, st: &mut State, ack: u32, acked: u32) {
         let p = params();
-        if seq_after(ack, st.round_end_seq) {
+        if seq::after(ack, st.round_end_seq) {
             let cwnd = sk.cwnd();
             let next = st.dx.on_round_end(cwnd, &p);
             Self::start_round(sk, st);
@@ -283,7 +279,7 @@ fn check_params() -> Result {
 #[kunit_tests(rust_dx)]
 mod tests {
     use super::*;
-    use kernel::net::tcp::cong::{testing::TestSocket, DelaySample as Stamped};
+    use kernel::net::tcp::cong::{testing::TestSocket, DelaySample as Stamped, DelaySource};
 
     const CWND: u32 = 100;
     /// Minimum network RTT of the tests' samples, and the clocks' offset.

@@ -12,12 +12,13 @@
 use kernel::net::tcp::rc3::{Policy, Registration};
 use kernel::prelude::*;
 
-// The pure level logic, shared with the host tests; not every item of it is used here.
+// The pure control laws and RC3's level logic, shared with the host tests; not every item
+// is used here.
 #[allow(unreachable_pub, dead_code)]
-#[path = "core/src/rc3.rs"]
-mod rc3;
+#[path = "core/src/lib.rs"]
+mod cc_core;
 
-use rc3::{Bounds, DscpMap, Reading, MAX_LEVELS};
+use cc_core::rc3::{Bounds, DscpMap, Reading, MAX_LEVELS};
 
 module! {
     type: Rc3Policy,

@@ -40,6 +40,7 @@ mod cc_core;
 
 use cc_core::dctcp::{self, Counters, Dctcp};
 use cc_core::reno;
+use cc_core::seq;
 
 const MODULE_NAME: &str = "tcp_rust_dctcp";
 
@@ -201,7 +202,7 @@ impl Algorithm for RustDctcp {
     fn in_ack_event(sk: &mut Sock<'_>, st: &mut State, _flags: AckEventFlags) {
         // Most ACKs end no observation window: as C's dctcp_update_alpha(), read nothing
         // else before knowing (the parameter, the counters: once per window).
-        if st.fallback || dctcp::seq_before(sk.snd_una(), st.cc.next_seq) {
+        if st.fallback || seq::before(sk.snd_una(), st.cc.next_seq) {
             return;
         }
         end_of_window(sk, st);
@@ -471,7 +472,7 @@ mod tests {
                 s.in_ack_event(flags);
             });
             // `tcp_fastretrans_alert()`: the end of an episode, or CWR on an ECN echo.
-            let past_high_seq = !dctcp::seq_before(self.snd_una, self.high_seq);
+            let past_high_seq = !seq::before(self.snd_una, self.high_seq);
             match self.state() {
                 CaState::Cwr | CaState::Recovery if past_high_seq => {
                     self.cwnd_to_ssthresh();

@@ -47,12 +47,14 @@
 
 use kernel::net::netdev::{Event, Notification, Notifier};
 use kernel::net::tcp::cong::{
-    AckFlags, AckSample, Algorithm, CaState, DelaySource, Flags, Info, InfoSock, RateSample, Sock,
+    AckFlags, AckSample, Algorithm, CaState, Flags, Info, InfoSock, RateSample, Sock,
 };
 use kernel::prelude::*;
 use kernel::sync::barrier::{smp_mb, Read, Write};
 use kernel::sync::SetOnce;
 
+#[path = "delay_source.rs"]
+mod delay_source;
 // Per-ACK CPU cost figures printed by the KUnit suite (shared with the other modules).
 #[cfg(CONFIG_KUNIT)]
 #[path = "kunit_cpu_cost.rs"]
@@ -66,9 +68,7 @@ use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 #[path = "core/src/lib.rs"]
 mod cc_core;
 
-use cc_core::timely::{
-    self, Completion, LossWindow, Mode, Params, RttSource, Segmenter, Timely, Variant,
-};
+use cc_core::timely::{self, Completion, LossWindow, Mode, Params, Segmenter, Timely, Variant};
 
 kernel::module_tcp_cong! {
     algorithms: [TimelyCc<false>, TimelyCc<true>],
@@ -556,11 +556,7 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
         let Some(d) = sample.delay else {
             return;
         };
-        let source = match d.source {
-            DelaySource::Hardware => RttSource::Hardware,
-            // The first samples of a connection may take t2 or t4 from TCP's clock.
-            DelaySource::Device | DelaySource::Tcp => RttSource::Software,
-        };
+        let source = delay_source::sample_source(d.source);
         // The source rule reads T_high and the window only: no need for the MSS's floor.
         st.seg
             .offer(&params(), sk.now_us(), d.net_rtt_ns.div_ceil(1000), source);
@@ -619,7 +615,8 @@ fn check_params() -> Result {
 #[kunit_tests(rust_timely)]
 mod tests {
     use super::*;
-    use kernel::net::tcp::cong::{testing::TestSocket, DelaySample, Pacing};
+    use cc_core::sample::SampleSource;
+    use kernel::net::tcp::cong::{testing::TestSocket, DelaySample, DelaySource, Pacing};
 
     const MSS: u32 = 1448;
     /// ACKs of one 16 KB segment: 12 packets.
@@ -894,7 +891,7 @@ mod tests {
         assert_eq!(u64::from(word(0)) | (u64::from(word(1)) << 32), expect);
         assert_eq!(word(2), 200);
         // The kernel's RTT samples.
-        assert_eq!(word(3), RttSource::Kernel as u32 * 256);
+        assert_eq!(word(3), u32::from(SampleSource::KernelRtt.code()) * 256);
         assert_eq!(word(4), Mode::Weighted as u32 * 256);
         Ok(())
     }

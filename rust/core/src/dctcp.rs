@@ -24,6 +24,7 @@
 //! ACK by ACK.
 
 use super::reno;
+use super::seq;
 
 /// `alpha` of 1.0: every packet of the window was marked.
 pub const MAX_ALPHA: u32 = 1 << ALPHA_SHIFT;
@@ -38,11 +39,6 @@ pub const DEFAULT_SHIFT_G: u32 = 4;
 pub const DEFAULT_ALPHA_ON_INIT: u32 = MAX_ALPHA;
 /// Fixed-point shift of the CE ratio given to Protective Load Balancing (`TCP_PLB_SCALE`).
 pub const PLB_SCALE: u32 = 8;
-
-/// `a` is before `b` in sequence space (the kernel's `before()`).
-pub fn seq_before(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) < 0
-}
 
 /// One EWMA step of `alpha` at the end of an observation window in which `delivered_pkts`
 /// packets were delivered, `delivered_ce_pkts` of them CE-marked.
@@ -169,7 +165,7 @@ impl Dctcp {
     /// counts, starts the next window (ending at the current `snd_nxt`), and returns the
     /// window's counts.
     pub fn on_ack(&mut self, shift_g: u32, now: &Counters) -> Option<WindowEnd> {
-        if seq_before(now.snd_una, self.next_seq) {
+        if seq::before(now.snd_una, self.next_seq) {
             return None;
         }
         // Counters wrap; their differences do not.

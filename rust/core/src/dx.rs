@@ -60,7 +60,7 @@
 //! - the minimum RTT expires after `min_rtt_expiry_rounds` rounds without a base refresh
 //!   (a route change, or a minimum that was a noise outlier, would otherwise stop the
 //!   refreshes for good and let drift grow without bound); 0 keeps it forever, as the paper;
-//! - a change of [`StampSource`] restarts the estimator: the OWDs of two sources have
+//! - a change of [`SampleSource`] restarts the estimator: the OWDs of two sources have
 //!   different offsets, and their RTTs different stack delays.
 //!
 //! The back-to-back calibration of section 2 (a stamp closer to the previous one than the
@@ -68,6 +68,7 @@
 //! [`calibrate_stamp_ns`] / [`StampCalibrator`], for whatever takes the stamps.
 
 use super::fixed::{mul_div, PPM};
+use super::sample::SampleSource;
 pub use super::timely::ParamError;
 
 /// Largest RTT sample taken at face value (2 s); larger ones (and 0) are ignored. 10 s does
@@ -84,38 +85,15 @@ pub const MAX_MIN_CWND_PKTS: u32 = 65_535;
 /// [`calibrate_stamp_ns`] enforces between two stamps (1.25 MB at 10 Gbit/s).
 pub const MAX_CALIBRATION_NS: u32 = 1_000_000;
 
-/// Where a sample's timestamps come from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum StampSource {
-    /// NIC stamps (the paper's hardware mode, about 0.5 us of noise).
-    Hardware = 1,
-    /// Stamps taken by software near the driver (the paper's software mode).
-    Software = 2,
-    /// No timestamp option: the queuing delay is estimated from the kernel's RTT samples;
-    /// the module passes `owd_ns = rtt_ns`, so the estimate is the RTT less its minimum.
-    Rtt = 3,
-}
-
-impl StampSource {
-    fn from_code(code: u8) -> Option<StampSource> {
-        match code {
-            1 => Some(StampSource::Hardware),
-            2 => Some(StampSource::Software),
-            3 => Some(StampSource::Rtt),
-            _ => None,
-        }
-    }
-}
-
 /// One ACK's delay measurement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DelaySample {
-    /// Where the stamps come from.
-    pub source: StampSource,
+    /// Where the stamps come from. For [`SampleSource::KernelRtt`] (no delay-stamp option)
+    /// the module passes `owd_ns = rtt_ns`, so the estimate is the RTT less its minimum.
+    pub source: SampleSource,
     /// `t2 - t1` modulo 2^32, across two clocks: an arbitrary offset, only differences count.
     pub owd_ns: u32,
-    /// Network RTT `(t4 - t1) - (t3 - t2)`; for [`StampSource::Rtt`] the kernel's sample.
+    /// Network RTT `(t4 - t1) - (t3 - t2)`; for [`SampleSource::KernelRtt`] the kernel's sample.
     pub rtt_ns: u32,
 }
 
@@ -149,7 +127,7 @@ impl DxParams {
     ///   microseconds more (5 us assumed). Four of those is 20 us, still well below
     ///   DCTCP's marking threshold at 10 Gbit/s (65 packets, 78 us). Scale it with the
     ///   measured noise: tens of microseconds of noise (a User-mode Linux testbed) need
-    ///   around 100 us, [`StampSource::Rtt`] hundreds (Fig. 1), NIC stamps a few
+    ///   around 100 us, [`SampleSource::KernelRtt`] hundreds (Fig. 1), NIC stamps a few
     ///   ([`DxParams::HARDWARE`]).
     /// - `min_cwnd_pkts` 2: the receiver ACKs every second packet; one packet in flight
     ///   waits for its delayed-ACK timer, which DX would read as queuing.
@@ -294,7 +272,7 @@ pub struct Dx {
     prev_cwnd_pkts: u32,
     /// Rounds with samples since the last base refresh (saturating).
     stale_rounds: u16,
-    /// `StampSource` of the last sample used; 0: none yet.
+    /// [`SampleSource::code`] of the last sample used; 0: none yet.
     source: u8,
     /// Whether the last round had samples.
     last_round_sampled: bool,
@@ -316,9 +294,9 @@ impl Dx {
             self.ignored = self.ignored.wrapping_add(1);
             return None;
         }
-        if self.source != s.source as u8 {
+        if self.source != s.source.code() {
             // First sample, or another source: start over from this one.
-            self.source = s.source as u8;
+            self.source = s.source.code();
             self.min_rtt_ns = rtt;
             self.round_min_rtt_ns = 0;
         }
@@ -421,8 +399,8 @@ impl Dx {
     }
 
     /// Source of the samples in use; `None` before any.
-    pub fn source(&self) -> Option<StampSource> {
-        StampSource::from_code(self.source)
+    pub fn source(&self) -> Option<SampleSource> {
+        SampleSource::from_code(self.source)
     }
 
     /// Samples used so far, modulo 2^32.
@@ -514,7 +492,7 @@ mod tests {
 
     fn sample(owd_ns: u32, rtt_ns: u32) -> DelaySample {
         DelaySample {
-            source: StampSource::Software,
+            source: SampleSource::Software,
             owd_ns,
             rtt_ns,
         }
@@ -780,12 +758,12 @@ mod tests {
         d.on_sample(&sample(7_000_000, 30_000), &P);
         d.on_sample(&sample(7_004_000, 34_000), &P);
         let rtt = DelaySample {
-            source: StampSource::Rtt,
+            source: SampleSource::KernelRtt,
             owd_ns: 90_000,
             rtt_ns: 90_000,
         };
         assert_eq!(d.on_sample(&rtt, &P), Some(0));
-        assert_eq!(d.source(), Some(StampSource::Rtt));
+        assert_eq!(d.source(), Some(SampleSource::KernelRtt));
         assert_eq!((d.min_rtt_ns(), d.base_owd_ns()), (90_000, 90_000));
         // Source Rtt: queuing = RTT - minimum RTT.
         let rtt = DelaySample {
@@ -1059,9 +1037,9 @@ mod tests {
                     _ => d.base_owd_ns().wrapping_add(rng.range(0, 100_000) as u32),
                 };
                 let source = match rng.range(0, 20) {
-                    0 => StampSource::Hardware,
-                    1 => StampSource::Rtt,
-                    _ => StampSource::Software,
+                    0 => SampleSource::Hardware,
+                    1 => SampleSource::KernelRtt,
+                    _ => SampleSource::Software,
                 };
                 let before = (d.samples(), d.ignored_samples());
                 seen += 1;
@@ -1236,7 +1214,7 @@ mod tests {
                     let owd = (40_000.0 + seen_ns) as i64 + noise(&mut rng);
                     let rtt = (R_NS as f64 + seen_ns) as i64 + noise(&mut rng);
                     let s = DelaySample {
-                        source: StampSource::Software,
+                        source: SampleSource::Software,
                         owd_ns: f.offset.wrapping_add(owd as u32),
                         rtt_ns: rtt as u32,
                     };

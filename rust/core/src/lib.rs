@@ -16,6 +16,8 @@ pub mod dx;
 pub mod fixed;
 pub mod rc3;
 pub mod reno;
+pub mod sample;
+pub mod seq;
 pub mod timely;
 
 #[cfg(test)]

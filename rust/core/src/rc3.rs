@@ -53,6 +53,8 @@
 //! new walk from the new tail, positions counted from that tail (the thesis's guard for
 //! small send buffers, section 2.3.2). An skb is never sent twice by the RLP.
 
+use super::seq;
+
 /// Most RLP levels: a prio qdisc has 16 bands, band 0 being the primary's.
 pub const MAX_LEVELS: usize = 15;
 
@@ -389,7 +391,7 @@ pub fn walk(
     };
     let tail_seq = last.seq.wrapping_add(last.len);
     for (i, skb) in queue.iter_mut().enumerate().rev() {
-        if skb.rlp_level != 0 || before(skb.seq, send_point_seq) {
+        if skb.rlp_level != 0 || seq::before(skb.seq, send_point_seq) {
             break;
         }
         let level = bounds.skb_level(skb.seq, tail_seq, mss);
@@ -399,11 +401,6 @@ pub fn walk(
         send(i, level);
     }
     stats
-}
-
-/// `a` before `b` in sequence space (the kernel's `before()`).
-pub fn before(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) < 0
 }
 
 #[cfg(test)]
@@ -681,7 +678,7 @@ mod tests {
                     2 => {
                         // The primary sends whole skbs from its send point.
                         let k = rng.range(0, 5) as usize;
-                        let first = q.iter().position(|s| !before(s.seq, snd_nxt));
+                        let first = q.iter().position(|s| !seq::before(s.seq, snd_nxt));
                         if let Some(f) = first {
                             let last = (f + k).min(q.len());
                             if last > f {
@@ -696,7 +693,7 @@ mod tests {
                         walk(&mut q, snd_nxt, mss, &b, |i, l| order.push((i, l)));
                         for (n, &(i, l)) in order.iter().enumerate() {
                             assert_eq!(before_walk[i].rlp_level, 0, "sent twice");
-                            assert!(!before(q[i].seq, snd_nxt));
+                            assert!(!seq::before(q[i].seq, snd_nxt));
                             assert_eq!(l, b.skb_level(q[i].seq, tail, mss));
                             assert_eq!(i, q.len() - 1 - n, "not tail first");
                             sent.push(q[i].seq);
@@ -706,7 +703,7 @@ mod tests {
                         if let Some(&(i, _)) = order.last() {
                             if i > 0 {
                                 let s = before_walk[i - 1];
-                                assert!(s.rlp_level != 0 || before(s.seq, snd_nxt));
+                                assert!(s.rlp_level != 0 || seq::before(s.seq, snd_nxt));
                             }
                         }
                         // Everything it did not touch is as it was.

@@ -43,6 +43,7 @@
 //!   the RTT showed a queue, and is ignored when it did not (see [`Timely::on_loss`]).
 
 use super::fixed::{mul_div, PPM};
+use super::sample::SampleSource;
 
 /// Which law runs in the gradient zone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -686,20 +687,6 @@ pub struct Completion {
 /// Segments whose minimum RTTs are kept: the largest TSO burst (64 KB) in 16 KB segments.
 pub const RTT_WINDOW_SEGS: usize = 4;
 
-/// Where an RTT sample comes from, best first (the numbers `ss -ti` shows).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-#[repr(u8)]
-pub enum RttSource {
-    /// The delay-stamp option on the devices' hardware stamps: the network RTT
-    /// (t4' - t1') - (t3 - t2), the receiver's hold removed.
-    Hardware = 1,
-    /// The delay-stamp option on software stamps at the device boundary: the network RTT
-    /// (t4 - t1) - (t3 - t2).
-    Software = 2,
-    /// The kernel's RTT sample of the ACK, which includes the receiver's hold.
-    Kernel = 3,
-}
-
 /// How long the best source may stay silent before a worse one is taken instead, in
 /// units of `t_high_us` (any RTT TIMELY can live with is below it).
 pub const SOURCE_SILENCE_T_HIGHS: u32 = 4;
@@ -727,7 +714,7 @@ pub struct Segmenter {
     /// Slot of `recent_min_us` the current segment fills; always below the window's slots,
     /// which the parameters (fixed while a flow lives) set.
     pub recent_next: u8,
-    /// `RttSource` of the samples taken; 0 before the first.
+    /// [`SampleSource::code`] of the samples taken; 0 before the first.
     pub source: u8,
     /// `source` changed since the last completion.
     pub source_changed: bool,
@@ -775,11 +762,11 @@ impl Segmenter {
     /// RTTs on one clock each, but their noise differs; the kernel's RTT is larger by the
     /// receiver's hold. A change of source starts the minimum over afresh, and the next
     /// completion says so ([`Completion::new_source`]). Returns whether it was taken.
-    pub fn offer(&mut self, p: &Params, now_us: u64, rtt_us: u32, source: RttSource) -> bool {
+    pub fn offer(&mut self, p: &Params, now_us: u64, rtt_us: u32, source: SampleSource) -> bool {
         let now = now_us as u32;
         let silence_us = p.t_high_us.saturating_mul(SOURCE_SILENCE_T_HIGHS);
         let silent = now.wrapping_sub(self.source_seen_us) > silence_us;
-        let src = source as u8;
+        let src = source.code();
         if self.source != 0 && src > self.source && !silent {
             return false;
         }
@@ -813,13 +800,8 @@ impl Segmenter {
     }
 
     /// The source of the samples taken, if any.
-    pub fn source(&self) -> Option<RttSource> {
-        match self.source {
-            1 => Some(RttSource::Hardware),
-            2 => Some(RttSource::Software),
-            3 => Some(RttSource::Kernel),
-            _ => None,
-        }
+    pub fn source(&self) -> Option<SampleSource> {
+        SampleSource::from_code(self.source)
     }
 
     /// An ACK for `acked_bytes`, with the kernel's RTT sample of it, if any (the kernel has
@@ -846,7 +828,7 @@ impl Segmenter {
         kernel_rtt_us: Option<u32>,
     ) -> Option<Completion> {
         if let Some(rtt) = kernel_rtt_us {
-            self.offer(p, now_us, rtt, RttSource::Kernel);
+            self.offer(p, now_us, rtt, SampleSource::KernelRtt);
         }
         self.last_ack_us = now_us;
         self.acked_bytes = self.acked_bytes.saturating_add(acked_bytes);
@@ -1528,7 +1510,7 @@ mod tests {
         let c = s.on_ack(&P, 40, 1, Some(700)).unwrap();
         assert_eq!((c.rtt_us, c.last_rtt_us), (300, 700));
         // A change of source starts both over.
-        s.offer(&P, 50, 800, RttSource::Software);
+        s.offer(&P, 50, 800, SampleSource::Software);
         let c = s.on_ack(&P, 60, P.seg_bytes, None).unwrap();
         assert_eq!((c.rtt_us, c.last_rtt_us, c.new_source), (800, 800, true));
     }
@@ -1633,16 +1615,16 @@ mod tests {
         s.restart(0);
         // The option's network RTT of an ACK comes first (pkts_acked), then the kernel's
         // RTT of the same ACK (cong_control), larger by the receiver's hold.
-        assert!(s.offer(&P, 10, 120, RttSource::Software));
+        assert!(s.offer(&P, 10, 120, SampleSource::Software));
         let c = s.on_ack(&P, 10, P.seg_bytes, Some(90)).unwrap();
         assert_eq!((c.rtt_us, c.new_source), (120, false));
-        assert_eq!(s.source(), Some(RttSource::Software));
+        assert_eq!(s.source(), Some(SampleSource::Software));
         // Hardware samples replace software ones at once, and the change is reported once.
-        assert!(s.offer(&P, 20, 110, RttSource::Hardware));
-        assert!(!s.offer(&P, 21, 50, RttSource::Software));
+        assert!(s.offer(&P, 20, 110, SampleSource::Hardware));
+        assert!(!s.offer(&P, 21, 50, SampleSource::Software));
         let c = s.on_ack(&P, 22, P.seg_bytes, Some(40)).unwrap();
         assert_eq!((c.rtt_us, c.new_source), (110, true));
-        assert!(s.offer(&P, 30, 130, RttSource::Hardware));
+        assert!(s.offer(&P, 30, 130, SampleSource::Hardware));
         let c = s.on_ack(&P, 30, P.seg_bytes, None).unwrap();
         // The window restarted with the source: 110 us is the only earlier sample in it.
         assert_eq!((c.rtt_us, c.new_source), (110, false));
@@ -1650,11 +1632,11 @@ mod tests {
         let later = 30 + u64::from(SOURCE_SILENCE_T_HIGHS * P.t_high_us) + 1;
         let c = s.on_ack(&P, later, P.seg_bytes, Some(300)).unwrap();
         assert_eq!((c.rtt_us, c.new_source), (300, true));
-        assert_eq!(s.source(), Some(RttSource::Kernel));
+        assert_eq!(s.source(), Some(SampleSource::KernelRtt));
         // ...until stamped samples come again.
-        assert!(s.offer(&P, later + 5, 140, RttSource::Software));
-        assert_eq!(s.source(), Some(RttSource::Software));
-        assert!(!s.offer(&P, later + 6, 100, RttSource::Kernel));
+        assert!(s.offer(&P, later + 5, 140, SampleSource::Software));
+        assert_eq!(s.source(), Some(SampleSource::Software));
+        assert!(!s.offer(&P, later + 6, 100, SampleSource::KernelRtt));
     }
 
     #[test]
@@ -1709,10 +1691,10 @@ mod tests {
                 let rtt = rng.range(0, u64::from(u32::MAX)) as u32;
                 match rng.range(0, 4) {
                     0 => {
-                        s.offer(&p, now, rtt, RttSource::Hardware);
+                        s.offer(&p, now, rtt, SampleSource::Hardware);
                     }
                     1 => {
-                        s.offer(&p, now, rtt, RttSource::Software);
+                        s.offer(&p, now, rtt, SampleSource::Software);
                     }
                     _ => {}
                 }
@@ -1721,7 +1703,7 @@ mod tests {
                 if let Some(c) = s.on_ack(&p, now, bytes, sample) {
                     assert!((1..=MAX_RTT_US).contains(&c.rtt_us));
                 }
-                assert!(s.source <= RttSource::Kernel as u8);
+                assert!(s.source <= SampleSource::KernelRtt.code());
                 assert!(usize::from(s.recent_next) < RTT_WINDOW_SEGS);
             }
         }

@@ -15,9 +15,10 @@
 
 use libfuzzer_sys::fuzz_target;
 use tcp_cc_core::dctcp::{
-    seq_before, ssthresh_pkts, update_alpha, CeChange, Counters, Dctcp, WindowEnd, MAX_ALPHA,
-    MAX_SHIFT_G, PLB_SCALE,
+    ssthresh_pkts, update_alpha, CeChange, Counters, Dctcp, WindowEnd, MAX_ALPHA, MAX_SHIFT_G,
+    PLB_SCALE,
 };
+use tcp_cc_core::seq;
 use tcp_cc_core_fuzz::Input;
 
 /// The kernel's `min_not_zero(a, b)`.
@@ -190,7 +191,7 @@ fuzz_target!(|data: &[u8]| {
                 };
                 let before = d;
                 let end = d.on_ack(raw_g, &c);
-                if seq_before(c.snd_una, k.next_seq) {
+                if seq::before(c.snd_una, k.next_seq) {
                     assert_eq!(end, None);
                 } else {
                     let delivered = c.delivered_pkts.wrapping_sub(k.old_delivered);
@@ -206,7 +207,7 @@ fuzz_target!(|data: &[u8]| {
                     k.reset(&c);
                 }
                 assert_eq!(
-                    seq_before(c.snd_una, k.next_seq),
+                    seq::before(c.snd_una, k.next_seq),
                     (c.snd_una.wrapping_sub(k.next_seq) as i32) < 0
                 );
             }

@@ -26,8 +26,9 @@
 use libfuzzer_sys::fuzz_target;
 use tcp_cc_core::dx::{
     calibrate_stamp_ns, next_cwnd_pkts, tx_time_ns, DelaySample, Dx, DxParams, StampCalibrator,
-    StampSource, FRAC_ONE, MAX_CALIBRATION_NS, MAX_EXPIRY_ROUNDS, MAX_MIN_CWND_PKTS, MAX_RTT_NS,
+    FRAC_ONE, MAX_CALIBRATION_NS, MAX_EXPIRY_ROUNDS, MAX_MIN_CWND_PKTS, MAX_RTT_NS,
 };
+use tcp_cc_core::sample::SampleSource;
 use tcp_cc_core_fuzz::Input;
 
 /// Events per input (a sample or a round end each).
@@ -195,7 +196,7 @@ fn check_window(p: &DxParams, w: u32, w_star: u32, q: u32, r: u32, got: u32) {
 /// `Dx` as its docs describe it, written plainly.
 #[derive(Debug, Default)]
 struct Model {
-    source: Option<StampSource>,
+    source: Option<SampleSource>,
     base: u32,
     min_rtt: u32,
     sum: u128,
@@ -421,11 +422,11 @@ fn owd(i: &mut Input, f: &Flow, rtt: u32) -> u32 {
     }
 }
 
-fn source(i: &mut Input) -> StampSource {
+fn source(i: &mut Input) -> SampleSource {
     match i.u8() % 8 {
-        0 => StampSource::Hardware,
-        1 => StampSource::Rtt,
-        _ => StampSource::Software,
+        0 => SampleSource::Hardware,
+        1 => SampleSource::KernelRtt,
+        _ => SampleSource::Software,
     }
 }
 
@@ -485,7 +486,7 @@ fn load(i: &mut Input, p: &DxParams, events: &mut usize) {
             0..=8 => {
                 let source = source(i);
                 let rtt = rtt(i, p, &f);
-                let owd = if source == StampSource::Rtt && i.bool() {
+                let owd = if source == SampleSource::KernelRtt && i.bool() {
                     rtt
                 } else {
                     owd(i, &f, rtt)

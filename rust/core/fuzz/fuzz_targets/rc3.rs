@@ -13,9 +13,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tcp_cc_core::rc3::{
-    before, position, Bounds, DscpMap, Rc3Error, Reading, Skb, MAX_DSCP, MAX_LEVELS,
-};
+use tcp_cc_core::rc3::{position, Bounds, DscpMap, Rc3Error, Reading, Skb, MAX_DSCP, MAX_LEVELS};
+use tcp_cc_core::seq;
 use tcp_cc_core_fuzz::Input;
 
 /// What a list must satisfy, stated directly.
@@ -96,7 +95,7 @@ fuzz_target!(|data: &[u8]| {
             }
             2 => {
                 let k = usize::from(i.u8() % 8);
-                if let Some(f) = q.iter().position(|s| !before(s.seq, snd_nxt)) {
+                if let Some(f) = q.iter().position(|s| !seq::before(s.seq, snd_nxt)) {
                     let last = (f + k).min(q.len());
                     if last > f {
                         snd_nxt = q[last - 1].seq.wrapping_add(q[last - 1].len);
@@ -113,7 +112,7 @@ fuzz_target!(|data: &[u8]| {
                 for (n, &(j, l)) in order.iter().enumerate() {
                     assert_eq!(j, q.len() - 1 - n);
                     assert_eq!(prior[j].rlp_level, 0);
-                    assert!(!before(q[j].seq, snd_nxt));
+                    assert!(!seq::before(q[j].seq, snd_nxt));
                     assert_eq!(l, bounds.level(position(q[j].seq, tail, mss)));
                     assert_eq!(q[j].rlp_level, l);
                     assert!(!ever_sent.contains(&q[j].seq));
@@ -123,7 +122,7 @@ fuzz_target!(|data: &[u8]| {
                 let stop = q.len() - order.len();
                 if stop > 0 {
                     let s = prior[stop - 1];
-                    assert!(s.rlp_level != 0 || before(s.seq, snd_nxt));
+                    assert!(s.rlp_level != 0 || seq::before(s.seq, snd_nxt));
                 }
                 assert_eq!(&q[..stop], &prior[..stop]);
             }

@@ -25,10 +25,11 @@
 use std::collections::VecDeque;
 
 use libfuzzer_sys::fuzz_target;
+use tcp_cc_core::sample::SampleSource;
 use tcp_cc_core::timely::{
     cwnd_cap_pkts, is_app_limited, pacing_bytes_per_sec, usable_rtt_us, Completion, Mode, Params,
-    RttSource, Segmenter, Timely, Variant, MAX_RTT_US, MAX_SEG_BYTES, MIN_CWND_PKTS,
-    RTT_WINDOW_SEGS, SOURCE_SILENCE_T_HIGHS,
+    Segmenter, Timely, Variant, MAX_RTT_US, MAX_SEG_BYTES, MIN_CWND_PKTS, RTT_WINDOW_SEGS,
+    SOURCE_SILENCE_T_HIGHS,
 };
 use tcp_cc_core_fuzz::{params, Input};
 
@@ -223,7 +224,7 @@ struct SegModel {
     start: u64,
     last_ack: u64,
     recent: VecDeque<u32>,
-    source: Option<RttSource>,
+    source: Option<SampleSource>,
     /// When `source` last gave a sample (the clock's low 32 bits).
     seen: u32,
     changed: bool,
@@ -260,7 +261,7 @@ impl SegModel {
         idle
     }
 
-    fn offer(&mut self, p: &Params, now: u64, rtt: u32, source: RttSource) -> bool {
+    fn offer(&mut self, p: &Params, now: u64, rtt: u32, source: SampleSource) -> bool {
         let silence = u64::from(p.t_high_us) * u64::from(SOURCE_SILENCE_T_HIGHS);
         let since = u64::from((now as u32).wrapping_sub(self.seen));
         let silent = since > silence.min(u64::from(u32::MAX));
@@ -286,7 +287,7 @@ impl SegModel {
 
     fn ack(&mut self, p: &Params, now: u64, bytes: u32, rtt: Option<u32>) -> Option<Completion> {
         if let Some(r) = rtt {
-            self.offer(p, now, r, RttSource::Kernel);
+            self.offer(p, now, r, SampleSource::KernelRtt);
         }
         self.last_ack = now;
         // The count saturates at 4 GB (only reached without any RTT sample).
@@ -468,7 +469,7 @@ impl Flow {
     }
 
     /// The module's `pkts_acked` with a delay sample: its network RTT, rounded up to us.
-    fn stamp(&mut self, p: &Params, now: u64, rtt_ns: u32, source: RttSource) {
+    fn stamp(&mut self, p: &Params, now: u64, rtt_ns: u32, source: SampleSource) {
         let rtt = rtt_ns.div_ceil(1000);
         let taken = self.seg.offer(p, now, rtt, source);
         assert_eq!(taken, self.model.offer(p, now, rtt, source));
@@ -522,9 +523,9 @@ fn load(i: &mut Input, base: &Params, events: &mut usize) {
             }
             11 => {
                 let source = if i.bool() {
-                    RttSource::Hardware
+                    SampleSource::Hardware
                 } else {
-                    RttSource::Software
+                    SampleSource::Software
                 };
                 let rtt_ns = i.u32();
                 for f in &mut flows {
