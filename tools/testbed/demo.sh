@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job (`make demo`): boot the test kernel, load the project's controllers, and
 # compare them with cubic, dctcp and bbr through a shaped bottleneck between network
-# namespaces (100 Mbit/s, 500 us). Prints a table; the JSON lands in results/demo.json.
+# namespaces (100 Mbit/s, 500 us). Prints a table; the JSON lands in results/demo.json,
+# which git ignores (a run's output, not the project's).
 # Extra arguments go to tools/bench/netbench.py.
 #
 # The guest runs on simulated time by default (UML time-travel: time advances only when
