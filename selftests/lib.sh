@@ -36,6 +36,23 @@ ktap_finish() {
 	[ $ktap_fail -eq 0 ] && exit $KSFT_PASS || exit $KSFT_FAIL
 }
 
+# selftest_dir: $out, a fresh directory for the test's files, and pids=(), processes to
+# kill at the end; on exit, those are killed, the namespaces removed, the allowed
+# congestion controls set back to what they are now, and $out removed.
+selftest_dir() {
+	out=$(mktemp -d /run/selftest.XXXXXX)
+	pids=()
+	allowed_before=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
+	trap selftest_cleanup EXIT
+}
+selftest_cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	ns_cleanup
+	echo "$allowed_before" > /proc/sys/net/ipv4/tcp_allowed_congestion_control 2>/dev/null
+	rm -rf "$out"
+}
+
 ns_cleanup() {
 	local ns
 	for ns in $NS_CLI $NS_RTR $NS_SRV; do
@@ -131,15 +148,53 @@ dumbbell_ipv6() {
 		ip -n $NS_SRV -6 route add default via fd00:10:2::1
 }
 
-# Start an iperf3 server in srv that accepts any number of tests.
-start_iperf_server() {
-	ip netns exec $NS_SRV iperf3 -s -D --pidfile /run/iperf3-srv.pid >/dev/null 2>&1
-	local i
-	for i in $(seq 50); do
-		ip netns exec $NS_SRV ss -ltn 2>/dev/null | grep -q ':5201 ' && return 0
+# wait_listening NS tcp|udp PORT [TRIES]: wait, TRIES tenths of a second at most (50 by
+# default), until a socket of namespace NS listens on PORT; status 1 if none did.
+wait_listening() {
+	local i flags=-ltnH
+	[ "$2" = udp ] && flags=-lunH
+	for i in $(seq "${4:-50}"); do
+		[ -n "$(ss -N "$1" $flags "sport = :$3" 2>/dev/null)" ] && return 0
 		sleep 0.1
 	done
 	return 1
+}
+
+# start_helper_server SCRIPT PORT [ARGS...]: `SCRIPT server --port PORT ARGS...` (a Python
+# helper, in isolated mode) in srv, its stdout in $out/server.json and stderr in
+# $out/server.err; server_pid set and added to pids; status 1 if nothing listens on PORT.
+start_helper_server() {
+	local script=$1 port=$2; shift 2
+	ip netns exec $NS_SRV python3 -I "$script" server --port "$port" "$@" \
+		> "$out/server.json" 2> "$out/server.err" &
+	server_pid=$!
+	pids+=($server_pid)
+	wait_listening $NS_SRV tcp "$port" ||
+		{ echo "server not listening on $port"; cat "$out/server.err"; return 1; }
+}
+
+# Start an iperf3 server in srv that accepts any number of tests.
+start_iperf_server() {
+	ip netns exec $NS_SRV iperf3 -s -D --pidfile /run/iperf3-srv.pid >/dev/null 2>&1
+	wait_listening $NS_SRV tcp 5201
+}
+
+# iperf_sampled JSON SS_LOG PERIOD_S IPERF3_ARGS...: iperf3 from cli to srv (30 s at most;
+# its JSON report in JSON) and, while it runs, `ss -ti` of cli's connections to srv every
+# PERIOD_S appended to SS_LOG, each sample followed by a line "--- TIME". iperf3's status.
+# ss -i takes each socket's lock (lock_sock_fast() in tcp_get_info()). On the guest's one
+# CPU, iperf3 re-takes its socket's lock before a woken ss of normal priority runs, and ss
+# could wait out the whole run; at real-time priority it runs as soon as the lock is free.
+iperf_sampled() {
+	local json=$1 log=$2 period=$3 pid; shift 3
+	ip netns exec $NS_CLI timeout 30 iperf3 -c $SRV_ADDR -J "$@" > "$json" 2>&1 &
+	pid=$!
+	while kill -0 $pid 2>/dev/null; do
+		ip netns exec $NS_CLI chrt -f 10 ss -tinH state established dst $SRV_ADDR >> "$log" 2>&1
+		echo "--- $EPOCHREALTIME" >> "$log"
+		sleep "$period"
+	done
+	wait $pid
 }
 
 # Name of the congestion control of the established connection(s) from cli to srv.
@@ -147,6 +202,45 @@ cc_of_flows() {
 	ip netns exec $NS_CLI ss -tniH state established dst $SRV_ADDR 2>/dev/null |
 		awk 'NR % 2 == 0 { print $1 }' | sort -u
 }
+
+# The congestion controls registered, one a line, sorted.
+available_controls() { tr ' ' '\n' < /proc/sys/net/ipv4/tcp_available_congestion_control | sort -u; }
+
+# rmmod_retry MODULE [TRIES]: unloads it, retrying for TRIES tenths of a second (100 by
+# default) while its last sockets finish closing (orphans drain under their control first).
+rmmod_retry() {
+	local i
+	for i in $(seq "${2:-100}"); do rmmod "$1" 2>/dev/null && return 0; sleep 0.1; done
+	rmmod "$1"
+}
+
+# rejects MODULE.ko PATTERN [PARAM=VALUE...]: insmod with the parameters must fail, the
+# kernel log's lines since must match PATTERN (grep, basic regular expression), and it
+# must leave no module loaded and the registered controls as they were. Says why not.
+rejects() {
+	local ko=$1 want=$2 mod seen new avail; shift 2
+	mod=$(basename "$ko" .ko)
+	seen=$(dmesg | wc -l)
+	avail=$(available_controls)
+	if insmod "$ko" "$@" 2>/dev/null; then rmmod "$mod"; echo "loaded with $*"; return 1; fi
+	new=$(dmesg | tail -n +$((seen + 1)))
+	grep -q -- "$want" <<<"$new" ||
+		{ echo "$*: no '$want' in dmesg: $(tail -3 <<<"$new" | tr '\n' ' ')"; return 1; }
+	[ "$(available_controls)" = "$avail" ] || { echo "$*: registered controls changed"; return 1; }
+	[ ! -d "/sys/module/$mod" ] || { echo "$*: module left loaded"; return 1; }
+}
+# rejects_param MODULE.ko NAME PARAM=VALUE...: rejects, the log naming parameter NAME and
+# its allowed range ("invalid parameter NAME=VALUE: allowed range MIN..=MAX").
+rejects_param() { rejects "$1" "invalid parameter $2=.*allowed range" "${@:3}"; }
+
+# dmesg_clean: the kernel log has no warning, BUG, Oops, sanitizer, lockdep, refcount or
+# out-of-memory report (prints the lines that are).
+BAD_DMESG='WARNING:|BUG:|Oops|Call Trace|general protection|KASAN|UBSAN|refcount_t:|possible recursive|circular locking|Unknown rela|out of memory|page allocation failure'
+dmesg_clean() { ! dmesg | grep -E "$BAD_DMESG"; }
+
+# json FILE EXPR: the Python expression EXPR of FILE's JSON document d, printed (nothing,
+# status 1, if the file is not JSON or EXPR fails).
+json() { python3 -c "import json,sys; d=json.load(open('$1')); print($2)" 2>/dev/null; }
 
 # parse_module_args ARG...: "MODULE.ko [PARAM=VALUE...] [MODULE.ko ...]" into kos[] and
 # params[] (the space-separated parameters of kos[i] in params[i]). Status 1 if malformed.
@@ -163,23 +257,36 @@ parse_module_args() {
 	[ ${#kos[@]} -gt 0 ]
 }
 
-# tcpext NS NAME: the TcpExt counter NAME of namespace NS (0 where the kernel has none).
+# tcpext NS NAME...: the TcpExt counters NAME... of namespace NS, one a line (0 for one
+# the kernel does not have). The selftests' and the bench's (netbench.py) reader of
+# /proc/net/netstat; only pktpeer.py, which reads every counter around each of its
+# exchanges in one Python process, reads it itself.
 tcpext() {
-	ip netns exec "$1" awk -v name="$2" '$1 == "TcpExt:" {
-		if (!n) { for (i = 2; i <= NF; i++) col[$i] = i; n = 1 } else v = $col[name] }
-		END { print v + 0 }' /proc/net/netstat
+	local ns=$1; shift
+	ip netns exec "$ns" awk -v names="$*" '$1 == "TcpExt:" {
+		if (!n) { for (i = 2; i <= NF; i++) col[$i] = i; n = 1 } else for (i = 2; i <= NF; i++) v[i] = $i }
+		END { k = split(names, w, " "); for (j = 1; j <= k; j++) print v[col[w[j]]] + 0 }' /proc/net/netstat
 }
 
-# nic_clock_on NS DEV OFFSET_NS DRIFT_PPB NOISE_NS: DEV's emulated NIC clock (veth,
-# patch 0018: /sys/class/net/DEV/hwts_emul/) set, and hardware timestamping turned on at
-# DEV the standard way (SIOCSHWTSTAMP, tools/tstamp.py hwenable).
-TSTAMP_TOOL=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tools/tstamp.py
-nic_clock_on() {
-	local f=/sys/class/net/$2/hwts_emul
-	ip netns exec "$1" sh -c "echo $3 > $f/offset_ns && echo $4 > $f/drift_ppb && echo $5 > $f/noise_ns" &&
-		ip netns exec "$1" python3 "$TSTAMP_TOOL" hwenable "$2" > /dev/null
+# The emulated NIC clocks of the testbed's veth (patch 0018, CONFIG_VETH_HWTSTAMP_EMUL):
+# /sys/class/net/DEV/hwts_emul/{offset_ns,drift_ppb,noise_ns}, the device's stamps being
+# the clock plus offset_ns, drifting drift_ppb, with noise of standard deviation noise_ns.
+# nic_clock_set NS DEV ATTR=VALUE...: those of DEV set, in that order.
+nic_clock_set() {
+	local ns=$1 dev=$2 kv cmd=""; shift 2
+	for kv; do cmd+="echo ${kv#*=} > /sys/class/net/$dev/hwts_emul/${kv%%=*} && "; done
+	ip netns exec "$ns" sh -c "${cmd}true"
 }
-nic_clock_off() { ip netns exec "$1" python3 "$TSTAMP_TOOL" hwenable "$2" --off > /dev/null; }
+# hw_stamping NS DEV [--off]: hardware timestamping on (off) at DEV the standard way
+# (SIOCSHWTSTAMP, tools/tstamp.py hwenable); the tool's line on stdout, its error on stderr.
+TSTAMP_TOOL=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tools/tstamp.py
+hw_stamping() { ip netns exec "$1" python3 "$TSTAMP_TOOL" hwenable "$2" "${@:3}"; }
+# nic_clock_on NS DEV OFFSET_NS DRIFT_PPB NOISE_NS: DEV's clock set, hardware stamping on.
+nic_clock_on() {
+	nic_clock_set "$1" "$2" offset_ns="$3" drift_ppb="$4" noise_ns="$5" &&
+		hw_stamping "$1" "$2" > /dev/null
+}
+nic_clock_off() { hw_stamping "$1" "$2" --off > /dev/null; }
 # has_nic_clock: the testbed's veth emulates NIC clocks (CONFIG_VETH_HWTSTAMP_EMUL).
 has_nic_clock() { ip netns exec $NS_CLI test -d /sys/class/net/c0/hwts_emul; }
 

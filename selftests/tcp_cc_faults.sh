@@ -91,8 +91,6 @@ FAULTS=(
 # bench; no progress at all would be a stall, a functional failure.
 PARTIAL_OK_FAULT="loss 10%"
 
-BAD_DMESG='WARNING:|BUG:|Oops|Call Trace|general protection|KASAN|UBSAN|refcount_t:|possible recursive|circular locking|Unknown rela|out of memory|page allocation failure'
-
 usage() {
 	echo "usage: $0 [-c CYCLES] [-f FLOWS] [-t FLOW_SECONDS] [-b BYTES] [-B BUDGET_S] MODULE.ko [PARAM=VALUE...]..." >&2
 	exit 2
@@ -123,37 +121,18 @@ shift $((OPTIND - 1))
 parse_module_args "$@" || usage
 modname() { basename "$1" .ko; }
 
-out=$(mktemp -d /run/selftest.XXXXXX)
+selftest_dir
 server_pid=""
-allowed_before=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	ns_cleanup
-	echo "$allowed_before" > /proc/sys/net/ipv4/tcp_allowed_congestion_control 2>/dev/null
-	rm -rf "$out"
-}
-trap cleanup EXIT
-json() { python3 -c "import json,sys; d=json.load(open('$1')); print($2)" 2>/dev/null; }
-available() { tr ' ' '\n' < /proc/sys/net/ipv4/tcp_available_congestion_control | sort -u; }
-dmesg_clean() { ! dmesg | grep -E "$BAD_DMESG"; }
-# Unloads a module, retrying while its last sockets finish closing.
-rmmod_retry() {
-	local i
-	for i in $(seq 100); do rmmod "$1" 2>/dev/null && return 0; sleep 0.1; done
-	rmmod "$1"
-}
 
 # The controls each module registers, found by loading it once (before the plan, which
 # depends on them). A module that does not load registers none; its insmod test fails.
 dmesg -C
 mod_controls=()
 for i in "${!kos[@]}"; do
-	available > "$out/avail.before"
+	available_controls > "$out/avail.before"
 	# shellcheck disable=SC2086 # a list of PARAM=VALUE words
 	if insmod "${kos[$i]}" ${params[$i]} 2> "$out/discover.$i.err"; then
-		available > "$out/avail.after"
+		available_controls > "$out/avail.after"
 		mod_controls+=("$(comm -13 "$out/avail.before" "$out/avail.after" | paste -sd " ")")
 		rmmod "$(modname "${kos[$i]}")"
 	else
@@ -174,25 +153,9 @@ for i in "${!kos[@]}"; do
 done
 
 # ---------------------------------------------------------------- 4. invalid parameters
-# rejects MODULE.ko NAME VALUE MIN MAX: insmod NAME=VALUE fails, the kernel log says
+# out_of_range MODULE.ko NAME VALUE MIN MAX: insmod NAME=VALUE fails, the kernel log says
 # "invalid parameter NAME=VALUE: allowed range MIN..=MAX", and nothing stays registered.
-rejects() {
-	local ko=$1 name=$2 value=$3 min=$4 max=$5 want seen new
-	want="invalid parameter $name=$value: allowed range $min..=$max"
-	seen=$(dmesg | wc -l)
-	available > "$out/avail.before"
-	if insmod "$ko" "$name=$value" 2> "$out/insmod.err"; then
-		rmmod "$(modname "$ko")"
-		echo "$name=$value: loaded"
-		return 1
-	fi
-	new=$(dmesg | tail -n +$((seen + 1)))
-	grep -qF "$want" <<<"$new" ||
-		{ echo "$name=$value: no '$want' in dmesg: $(tail -2 <<<"$new" | tr '\n' ' ')"; return 1; }
-	available | cmp -s - "$out/avail.before" ||
-		{ echo "$name=$value: registered controls changed"; return 1; }
-	[ ! -d "/sys/module/$(modname "$ko")" ] || { echo "$name=$value: module left loaded"; return 1; }
-}
+out_of_range() { rejects "$1" "invalid parameter $2=$3: allowed range $4\.\.=$5" "$2=$3"; }
 params_rejected() { # MODULE.ko: every table row of the module, below min and above max
 	local ko=$1 mod listed table row m name min max note tried=0 bad=0 log
 	mod=$(modname "$ko")
@@ -207,10 +170,10 @@ params_rejected() { # MODULE.ko: every table row of the module, below min and ab
 		[ "$m" = "$mod" ] || continue
 		if [ "$min" -gt 0 ]; then
 			tried=$((tried + 1))
-			log=$(rejects "$ko" "$name" $((min - 1)) "$min" "$max") || { bad=$((bad + 1)); echo "$log"; }
+			log=$(out_of_range "$ko" "$name" $((min - 1)) "$min" "$max") || { bad=$((bad + 1)); echo "$log"; }
 		fi
 		tried=$((tried + 1))
-		log=$(rejects "$ko" "$name" $((max + 1)) "$min" "$max") || { bad=$((bad + 1)); echo "$log"; }
+		log=$(out_of_range "$ko" "$name" $((max + 1)) "$min" "$max") || { bad=$((bad + 1)); echo "$log"; }
 	done
 	echo "$tried values tried, $bad not rejected as expected"
 	[ $bad -eq 0 ]
@@ -239,16 +202,7 @@ start_server() {
 	setup_dumbbell $RATE_MBIT $DELAY_US $QUEUE_PKTS || { echo "dumbbell setup failed"; return 1; }
 	ip netns exec $NS_SRV sysctl -qw net.core.somaxconn=$((2 * flows + 128)) \
 		net.ipv4.tcp_max_syn_backlog=$((2 * flows + 128))
-	ip netns exec $NS_SRV python3 -I "$helper" server --port $PORT --log "$out/server.log" \
-		> "$out/server.json" 2> "$out/server.err" &
-	server_pid=$!
-	pids+=($server_pid)
-	local i
-	for i in $(seq 50); do
-		ss -N $NS_SRV -ltnH "sport = :$PORT" 2>/dev/null | grep -q . && return 0
-		sleep 0.1
-	done
-	echo "server not listening on $PORT"; cat "$out/server.err"; return 1
+	start_helper_server "$helper" $PORT --log "$out/server.log"
 }
 if start_server > "$out/setup.log" 2>&1; then
 	ktap_ok "dumbbell up, server listening"
@@ -360,6 +314,34 @@ bottleneck() { # netem arguments, at the bottleneck's leaf
 	# shellcheck disable=SC2086
 	tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: netem $* limit $QUEUE_PKTS
 }
+# fault_on FAULT: an entry of FAULTS at the bottleneck; sets name (the fault's) and flap
+# (a transfer's arguments for the link flaps, or none).
+fault_on() {
+	local args=${1#*|}
+	name=${1%%|*} flap=()
+	if [ "$args" = flap ]; then
+		args="loss 0%" flap=(--flap "$NS_RTR:r1" --flaps $FLAPS --flap-down-ms $FLAP_DOWN_MS)
+	fi
+	bottleneck "$args" || diag "tc netem $args failed"
+}
+fault_off() { # the bottleneck's FIFO back
+	tc -n $NS_RTR qdisc del dev r1 parent 1:1
+	tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: pfifo limit $QUEUE_PKTS
+}
+# xfer_verdict TEST_NAME STATUS OUTCOME JSON ERR: the test line of a transfer under fault
+# $name (its status, outcome, JSON report and stderr): intact, or partial but intact where
+# the fault allows it.
+xfer_verdict() {
+	if [ "$2" = 0 ] && [ "$3" = complete ]; then
+		ktap_ok "$1"
+	elif [ "$2" = 0 ] && [ "$3" = partial ] && [ "$name" = "$PARTIAL_OK_FAULT" ]; then
+		ktap_ok "$1 (partial within the ${budget} s budget: progress, intact)"
+	else
+		ktap_not_ok "$1"
+		diag "outcome ${3:-?}; errors: $(json "$4" "'; '.join(d['errors'])")"
+		diag_lines "$(cat "$5")"
+	fi
+}
 # Hardware delay stamps through the faults: each host's NIC clock its own (seconds apart,
 # one drifting 20 ppm, 500 ns of noise), single-segment skbs so that transmit stamps reach
 # TCP (see README, "Hardware stamps").
@@ -385,12 +367,7 @@ if has_nic_clock && hw_stamps on; then
 fi
 xfer_n=0
 for fault in "${FAULTS[@]}"; do
-	name=${fault%%|*} args=${fault#*|}
-	flap=()
-	if [ "$args" = flap ]; then
-		args="loss 0%" flap=(--flap "$NS_RTR:r1" --flaps $FLAPS --flap-down-ms $FLAP_DOWN_MS)
-	fi
-	bottleneck "$args" || diag "tc netem $args failed"
+	fault_on "$fault"
 	for control in $controls; do
 		xfer_n=$((xfer_n + 1))
 		f=$out/xfer.$xfer_n.json
@@ -403,21 +380,12 @@ for fault in "${FAULTS[@]}"; do
 		figures=$(json "$f" "f\"{d['received']} of {d['bytes']} bytes in {d['seconds']} s,\"
 			f\" {d['mbps']} Mbit/s, {d['retransmits']} retransmits, {d['integrity']}\"
 			+ (f\", {d['flaps']} link flaps of $FLAP_DOWN_MS ms at \" + '/'.join(f'{b * 100 // d[\"bytes\"]}%' for b in d['flap_at_acked']) + ' acked' if d['flaps'] else '')")
-		test_name="$name: $control: $xfer_bytes bytes arrive intact"
-		if [ $status = 0 ] && [ "$outcome" = complete ]; then
-			ktap_ok "$test_name"
-		elif [ $status = 0 ] && [ "$outcome" = partial ] && [ "$name" = "$PARTIAL_OK_FAULT" ]; then
-			ktap_ok "$test_name (partial within the ${budget} s budget: progress, intact)"
-		else
-			ktap_not_ok "$test_name"
-			diag "outcome ${outcome:-?}; errors: $(json "$f" "'; '.join(d['errors'])")"
-			diag_lines "$(cat "$f.err")"
-		fi
+		xfer_verdict "$name: $control: $xfer_bytes bytes arrive intact" $status "$outcome" \
+			"$f" "$f.err"
 		diag "$name: $control: ${outcome:-?}: ${figures:-no result}"
 	done
 done
-tc -n $NS_RTR qdisc del dev r1 parent 1:1
-tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: pfifo limit $QUEUE_PKTS
+fault_off
 hw_test="netem faults: dx's transfers ran on hardware delay stamps (TCPDelayStampHwSample)"
 if [ $hw_on = 1 ]; then
 	hw_n=$(($(stamp_counter TCPDelayStampHwSample) - hw0)) bad_n=$(($(stamp_counter TCPDelayStampBad) - bad0))
@@ -507,33 +475,19 @@ if [ -n "$rc3_ko" ]; then
 	# 6b. The netem faults of item 3, RC3 on, the policy loaded.
 	insmod "$rc3_ko" || diag "insmod $rc3_mod failed"
 	for fault in "${FAULTS[@]}"; do
-		name=${fault%%|*} args=${fault#*|}
-		flap=()
-		if [ "$args" = flap ]; then
-			args="loss 0%" flap=(--flap "$NS_RTR:r1" --flaps $FLAPS --flap-down-ms $FLAP_DOWN_MS)
-		fi
-		bottleneck "$args" || diag "tc netem $args failed"
+		fault_on "$fault"
 		before=$(rc3_sent)
 		xfer_n=$((xfer_n + 1))
 		rc3_xfer "fault" "$xfer_bytes" "$xfer_n" "${flap[@]}"
 		status=$?
 		ip -n $NS_RTR link set r1 up 2>/dev/null
 		outcome=$(rc3_outcome fault)
-		test_name="rc3: $name: cubic with RC3: $xfer_bytes bytes arrive intact"
-		if [ $status = 0 ] && [ "$outcome" = complete ]; then
-			ktap_ok "$test_name"
-		elif [ $status = 0 ] && [ "$outcome" = partial ] && [ "$name" = "$PARTIAL_OK_FAULT" ]; then
-			ktap_ok "$test_name (partial within the ${budget} s budget: progress, intact)"
-		else
-			ktap_not_ok "$test_name"
-			diag "outcome ${outcome:-?}; errors: $(json "$out/rc3.fault.json" "'; '.join(d['errors'])")"
-			diag_lines "$(cat "$out/rc3.fault.err")"
-		fi
+		xfer_verdict "rc3: $name: cubic with RC3: $xfer_bytes bytes arrive intact" $status \
+			"$outcome" "$out/rc3.fault.json" "$out/rc3.fault.err"
 		diag "rc3: $name: ${outcome:-?}: $(json "$out/rc3.fault.json" "f\"{d['received']} of {d['bytes']} bytes in {d['seconds']} s, {d['retransmits']} retransmits\"")," \
 			"$(($(rc3_sent) - before)) packets at low priority"
 	done
-	tc -n $NS_RTR qdisc del dev r1 parent 1:1
-	tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: pfifo limit $QUEUE_PKTS
+	fault_off
 
 	# 6c. Many concurrent flows, every one with RC3 on (send buffers that hold 256 KB).
 	rc3_queue=$((4 * RC3_FLOWS > QUEUE_PKTS ? 4 * RC3_FLOWS : QUEUE_PKTS))

@@ -37,30 +37,17 @@ done
 shift $((OPTIND - 1))
 parse_module_args "$@" || usage
 
-out=$(mktemp -d /run/selftest.XXXXXX)
-allowed_before=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	ns_cleanup
-	echo "$allowed_before" > /proc/sys/net/ipv4/tcp_allowed_congestion_control 2>/dev/null
-	rm -rf "$out"
-}
-trap cleanup EXIT
-
-json() { python3 -c "import json,sys; d=json.load(open('$out/$1')); print($2)" 2>/dev/null; }
-available() { tr ' ' '\n' < /proc/sys/net/ipv4/tcp_available_congestion_control | sort -u; }
+selftest_dir
 
 ktap_plan $((2 * ${#kos[@]} + 12))
 dmesg -C
 
-available > "$out/avail.before"
+available_controls > "$out/avail.before"
 for i in "${!kos[@]}"; do
 	# shellcheck disable=SC2086 # a list of PARAM=VALUE words
 	check "insmod $(basename "${kos[$i]}")${params[$i]}" insmod "${kos[$i]}" ${params[$i]}
 done
-available > "$out/avail.after"
+available_controls > "$out/avail.after"
 registered=$(comm -13 "$out/avail.before" "$out/avail.after" | paste -sd " ")
 check "the modules registered controls: ${registered:-none}" test -n "$registered"
 controls=$(printf '%s\n' $registered cubic dctcp | awk '!seen[$0]++' | tr '\n' ' ')
@@ -80,16 +67,7 @@ check "tcp_allowed_congestion_control = $controls" allow_all
 
 start_server() {
 	setup_dumbbell 100 500 500 || { echo "dumbbell setup failed"; return 1; }
-	ip netns exec $NS_SRV python3 -I "$stress" server --port $PORT \
-		> "$out/server.json" 2> "$out/server.err" &
-	server_pid=$!
-	pids+=($server_pid)
-	local i
-	for i in $(seq 50); do
-		ss -N $NS_SRV -ltnH "sport = :$PORT" 2>/dev/null | grep -q . && return 0
-		sleep 0.1
-	done
-	echo "server not listening on $PORT"; cat "$out/server.err"; return 1
+	start_helper_server "$stress" $PORT
 }
 # Not through check: its subshell would lose server_pid.
 if start_server > "$out/setup.log" 2>&1; then
@@ -139,10 +117,10 @@ wait $ss_pid
 
 client_ok() {
 	local got
-	got=$(json client.json "d['seconds']") || { cat "$out/client.json" "$out/client.err"; return 1; }
+	got=$(json "$out/client.json" "d['seconds']") || { cat "$out/client.json" "$out/client.err"; return 1; }
 	diag_lines "$(cat "$out/client.err")"
 	[ "$client_status" = 0 ] ||
-		{ echo "exit status $client_status"; json client.json "'\n'.join(d['errors'])"; return 1; }
+		{ echo "exit status $client_status"; json "$out/client.json" "'\n'.join(d['errors'])"; return 1; }
 	python3 -c "import sys; sys.exit(float('$got') < $seconds)" ||
 		{ echo "ran $got s only"; return 1; }
 }
@@ -180,8 +158,8 @@ diag "server: $(cat "$out/server.json")"
 
 data_flowed() {
 	local sent received
-	sent=$(json client.json "d['bytes_sent']")
-	received=$(json server.json "d.get('bytes_received', 0)")
+	sent=$(json "$out/client.json" "d['bytes_sent']")
+	received=$(json "$out/server.json" "d.get('bytes_received', 0)")
 	[ "${sent:-0}" -gt 0 ] && [ "${received:-0}" -gt 0 ] ||
 		{ echo "sent ${sent:-?} bytes, server received ${received:-?}"; return 1; }
 }
@@ -189,7 +167,7 @@ check "data flowed" data_flowed
 switched_to_all() {
 	local c n missing=""
 	for c in $controls; do
-		n=$(json client.json "d['switches_ok_by_control']['$c']")
+		n=$(json "$out/client.json" "d['switches_ok_by_control']['$c']")
 		[ "${n:-0}" -gt 0 ] || missing+=" $c"
 	done
 	[ -z "$missing" ] || { echo "never switched to:$missing"; return 1; }
@@ -197,13 +175,13 @@ switched_to_all() {
 check "every control was switched to on a live socket" switched_to_all
 no_switch_failed() {
 	local failed
-	failed=$(json client.json "' '.join(f'{k}:{v}' for k, v in d['switches_failed'].items())")
+	failed=$(json "$out/client.json" "' '.join(f'{k}:{v}' for k, v in d['switches_failed'].items())")
 	[ -z "$failed" ] || { echo "failed setsockopt(TCP_CONGESTION) by errno: $failed"; return 1; }
 }
 check "setsockopt(TCP_CONGESTION) never failed" no_switch_failed
 cc_info_reads() {
 	local n min=$((MIN_CC_INFO_READS_PER_S * ${seconds%.*}))
-	n=$(json client.json "d['cc_info_reads']")
+	n=$(json "$out/client.json" "d['cc_info_reads']")
 	[ "${n:-0}" -ge $min ] || { echo "${n:-?} TCP_CC_INFO reads, expected >= $min"; return 1; }
 }
 check "getsockopt(TCP_CC_INFO) read often" cc_info_reads
@@ -217,31 +195,24 @@ ss_ran() {
 		{ echo "ss never showed a connection"; return 1; }
 }
 check "ss -ti ran throughout and saw the connections" ss_ran
-diag "inet_diag: $(json diag.json "f\"{d['dumps']} dumps in {d['seconds']} s, {d['sockets']} sockets,\"
+diag "inet_diag: $(json "$out/diag.json" "f\"{d['dumps']} dumps in {d['seconds']} s, {d['sockets']} sockets,\"
 	f\" {d['cc_info']} with congestion control info, by control {d['sockets_by_control']}\"")"
 diag_ran() {
 	local dumps info
-	dumps=$(json diag.json "d['dumps']") info=$(json diag.json "d['cc_info']")
+	dumps=$(json "$out/diag.json" "d['dumps']") info=$(json "$out/diag.json" "d['cc_info']")
 	[ "$diag_status" = 0 ] && [ "${dumps:-0}" -gt 0 ] && [ "${info:-0}" -gt 0 ] || {
 		echo "status $diag_status, ${dumps:-?} dumps, ${info:-?} info attributes"
-		json diag.json "'\n'.join(d['errors'])"; cat "$out/diag.err"; return 1
+		json "$out/diag.json" "'\n'.join(d['errors'])"; cat "$out/diag.err"; return 1
 	}
 }
 check "inet_diag dumps read get_info throughout" diag_ran
 
 # No leaked module reference: each module goes once its sockets have (orphans can take a
 # moment to drain, hence the retries).
-rmmod_retry() {
-	local i
-	for i in $(seq 100); do rmmod "$1" 2>/dev/null && return 0; sleep 0.1; done
-	rmmod "$1"
-}
 for ((i = ${#kos[@]} - 1; i >= 0; i--)); do
 	mod=$(basename "${kos[$i]}" .ko)
 	check "rmmod $mod" rmmod_retry "$mod"
 done
 
-BAD_DMESG='WARNING:|BUG:|Oops|Call Trace|general protection|KASAN|UBSAN|possible recursive|circular locking|Unknown rela'
-check "dmesg has no WARN, BUG, Oops, sanitizer or lockdep report" \
-	bash -c "! dmesg | grep -E '$BAD_DMESG'"
+check "dmesg has no WARN, BUG, Oops, sanitizer or lockdep report" dmesg_clean
 ktap_finish

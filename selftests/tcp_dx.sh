@@ -27,46 +27,32 @@ ko=$1; shift
 mod_params=("$@")
 source "$(dirname "$0")/lib.sh"
 RATE_MBIT=100 DELAY_US=500 QUEUE_PKTS=500 FLOWS=2 SECONDS_PER_RUN=3
-out=$(mktemp -d /run/selftest.XXXXXX)
-trap 'ns_cleanup; rm -rf "$out"' EXIT
+selftest_dir
 
 ktap_plan 30
 dmesg -C
 
-# rejects NAME PARAM=VALUE...: insmod must fail, and dmesg must name NAME and its range.
-rejects() {
-	local param=$1; shift
-	if insmod "$ko" "$@" 2>/dev/null; then rmmod "$(basename "$ko" .ko)"; echo "loaded with $*"; return 1; fi
-	dmesg | grep -q "invalid parameter $param=.*allowed range" || { echo "no message naming $param"; dmesg | tail -3; return 1; }
-}
-check "rejects headroom_ns=0" rejects headroom_ns headroom_ns=0
-check "rejects min_cwnd_pkts=0" rejects min_cwnd_pkts min_cwnd_pkts=0
-check "rejects max_decrease_ppm above 1000000" rejects max_decrease_ppm max_decrease_ppm=1000001
-check "rejects base_rtt_slack_ns above headroom_ns" rejects base_rtt_slack_ns headroom_ns=1000 base_rtt_slack_ns=2000
+check "rejects headroom_ns=0" rejects_param "$ko" headroom_ns headroom_ns=0
+check "rejects min_cwnd_pkts=0" rejects_param "$ko" min_cwnd_pkts min_cwnd_pkts=0
+check "rejects max_decrease_ppm above 1000000" rejects_param "$ko" max_decrease_ppm max_decrease_ppm=1000001
+check "rejects base_rtt_slack_ns above headroom_ns" rejects_param "$ko" base_rtt_slack_ns headroom_ns=1000 base_rtt_slack_ns=2000
 check "insmod with the testbed parameters" insmod "$ko" "${mod_params[@]}"
 
 setup_dumbbell $RATE_MBIT $DELAY_US $QUEUE_PKTS && start_iperf_server || diag "dumbbell setup failed"
 
 COUNTERS="TCPDelayStampSample TCPDelayStampBad TCPDelayStampHwSample TCPDelayStampDevTx TCPDelayStampCalibrated"
-# run NAME CC: iperf3 with CC for SECONDS_PER_RUN, sampling `ss -ti` (see tcp_timely.sh for
-# the real-time priority) into $out/ss.NAME; counters before and after in $out/ctr.NAME.
+# run NAME CC: iperf3 with CC for SECONDS_PER_RUN, sampling `ss -ti` into $out/ss.NAME;
+# counters before and after in $out/ctr{0,1}.NAME, a line "COUNTER CLI SRV" each.
+counters() {
+	local names=($COUNTERS) cli srv i
+	cli=($(tcpext $NS_CLI $COUNTERS)) srv=($(tcpext $NS_SRV $COUNTERS))
+	for i in "${!names[@]}"; do echo "${names[$i]} ${cli[$i]} ${srv[$i]}"; done
+}
 run() {
-	local name=$1 cc=$2 c
-	for c in $COUNTERS; do
-		echo "$c $(tcpext $NS_CLI $c) $(tcpext $NS_SRV $c)"
-	done > "$out/ctr0.$name"
-	ip netns exec $NS_CLI timeout 30 iperf3 -c $SRV_ADDR -J -P $FLOWS -t $SECONDS_PER_RUN \
-		-C "$cc" > "$out/$name.json" 2>&1 &
-	local pid=$!
-	while kill -0 $pid 2>/dev/null; do
-		ip netns exec $NS_CLI chrt -f 10 ss -tinH state established dst $SRV_ADDR \
-			>> "$out/ss.$name" 2>&1
-		sleep 0.2
-	done
-	wait $pid
-	for c in $COUNTERS; do
-		echo "$c $(tcpext $NS_CLI $c) $(tcpext $NS_SRV $c)"
-	done > "$out/ctr1.$name"
+	local name=$1 cc=$2
+	counters > "$out/ctr0.$name"
+	iperf_sampled "$out/$name.json" "$out/ss.$name" 0.2 -P $FLOWS -t $SECONDS_PER_RUN -C "$cc"
+	counters > "$out/ctr1.$name"
 }
 # delta NAME COUNTER SIDE(2 cli, 3 srv): how much the counter grew during run NAME.
 delta() {

@@ -38,21 +38,15 @@ ko=$1
 shift
 source "$(dirname "$0")/lib.sh"
 OTHER_CCS="dctcp timely timely_patched dx"
-out=$(mktemp -d /run/selftest.XXXXXX)
-trap 'ns_cleanup; rm -rf "$out"' EXIT
+selftest_dir
 BYTES=300000
 
 ktap_plan 44
 dmesg -C
 
-rejects() {
-	local what=$1; shift
-	if insmod "$ko" "$@" 2>/dev/null; then rmmod tcp_rc3; echo "loaded with $*"; return 1; fi
-	dmesg | grep -q "$what" || { echo "no message naming $what"; dmesg | tail -3; return 1; }
-}
-check "rejects levels=16" rejects "invalid parameter levels=16" levels=16
-check "rejects a cumulative list that does not grow" rejects "invalid levels: level 2 ends at 40" level_factor=1
-check "rejects dscp_map=2" rejects "invalid parameter dscp_map=2" dscp_map=2
+check "rejects levels=16" rejects "$ko" "invalid parameter levels=16" levels=16
+check "rejects a cumulative list that does not grow" rejects "$ko" "invalid levels: level 2 ends at 40" level_factor=1
+check "rejects dscp_map=2" rejects "$ko" "invalid parameter dscp_map=2" dscp_map=2
 if [ $# -gt 0 ]; then
 	parse_module_args "$@" || { echo "usage: tcp_rc3.sh RC3.ko [MODULE.ko [PARAM=VALUE...]]..."; exit 1; }
 	for i in "${!kos[@]}"; do
@@ -180,10 +174,7 @@ dscp_prio $NS_RTR r0
 acks() { dscp_counts $NS_RTR r0; }
 
 # The sender's counters: TCPRC3Sent, TCPRC3AckBump, TCPRC3SackSkip, TCPRC3DSack.
-rc3_counters() {
-	echo "$(tcpext $NS_CLI TCPRC3Sent) $(tcpext $NS_CLI TCPRC3AckBump)" \
-		"$(tcpext $NS_CLI TCPRC3SackSkip) $(tcpext $NS_CLI TCPRC3DSack)"
-}
+rc3_counters() { tcpext $NS_CLI TCPRC3Sent TCPRC3AckBump TCPRC3SackSkip TCPRC3DSack | paste -sd ' '; }
 # transfer NAME [CC [cold [DST [PORT]]]]: one transfer (congestion control CC, default
 # cubic; "cold": no warm-up byte, see peer.py; to DST, default $SRV_ADDR, port PORT,
 # default 5300); its hash compared with the receiver's; counters, bands and the receiver's

@@ -34,24 +34,17 @@ if debug_kernel; then
 else
 	MIN_TOTAL_KBPS=1000 together=">= 1 Mbit/s together"
 fi
-out=$(mktemp -d /run/selftest.XXXXXX)
-trap 'ns_cleanup; rm -rf "$out"' EXIT
+selftest_dir
 
 ktap_plan 27
 dmesg -C
 
-# rejects NAME PARAM=VALUE...: insmod must fail, and dmesg must name NAME and its range.
-rejects() {
-	local param=$1; shift
-	if insmod "$ko" "$@" 2>/dev/null; then rmmod "$(basename "$ko" .ko)"; echo "loaded with $*"; return 1; fi
-	dmesg | grep -q "invalid parameter $param=.*allowed range" || { echo "no message naming $param"; dmesg | tail -3; return 1; }
-}
-check "rejects t_high_us <= t_low_us" rejects t_high_us t_low_us=600 t_high_us=500
-check "rejects beta_ppm=0" rejects beta_ppm beta_ppm=0
-check "rejects beta_ppm above 1000000" rejects beta_ppm beta_ppm=1000001
-check "rejects seg_bytes=0" rejects seg_bytes seg_bytes=0
-check "rejects seg_bytes above 64 KB" rejects seg_bytes seg_bytes=65537
-check "rejects max_rate_mbps above 400000" rejects max_rate_mbps max_rate_mbps=400001
+check "rejects t_high_us <= t_low_us" rejects_param "$ko" t_high_us t_low_us=600 t_high_us=500
+check "rejects beta_ppm=0" rejects_param "$ko" beta_ppm beta_ppm=0
+check "rejects beta_ppm above 1000000" rejects_param "$ko" beta_ppm beta_ppm=1000001
+check "rejects seg_bytes=0" rejects_param "$ko" seg_bytes seg_bytes=0
+check "rejects seg_bytes above 64 KB" rejects_param "$ko" seg_bytes seg_bytes=65537
+check "rejects max_rate_mbps above 400000" rejects_param "$ko" max_rate_mbps max_rate_mbps=400001
 check "insmod with the testbed parameters" insmod "$ko" "${mod_params[@]}"
 
 setup_dumbbell $RATE_MBIT $DELAY_US $QUEUE_PKTS && start_iperf_server || diag "dumbbell setup failed"
@@ -64,20 +57,7 @@ run_flows() {
 	local algo=$1
 	: > "$out/raw.$algo"
 	tcpext $NS_CLI TCPDelayStampSample > "$out/samples0.$algo"
-	ip netns exec $NS_CLI timeout 30 iperf3 -c $SRV_ADDR -J -P $FLOWS -t $SECONDS_PER_RUN \
-		-C "$algo" > "$out/$algo.json" 2>&1 &
-	local pid=$!
-	while kill -0 $pid 2>/dev/null; do
-		# ss -i takes each socket's lock (lock_sock_fast() in tcp_get_info()). On the
-		# guest's one CPU, iperf3 re-takes its socket's lock before a woken ss of normal
-		# priority runs, and ss could wait out the whole run; at real-time priority it runs
-		# as soon as the lock is released.
-		ip netns exec $NS_CLI chrt -f 10 ss -tinH state established dst $SRV_ADDR \
-			>> "$out/raw.$algo" 2>&1
-		echo "--- $(date +%s.%N)" >> "$out/raw.$algo"
-		sleep 0.1
-	done
-	wait $pid
+	iperf_sampled "$out/$algo.json" "$out/raw.$algo" 0.1 -P $FLOWS -t $SECONDS_PER_RUN -C "$algo"
 	echo $(( $(tcpext $NS_CLI TCPDelayStampSample) - $(cat "$out/samples0.$algo") )) > "$out/samples.$algo"
 	# Info lines carry bytes_acked (socket lines do not).
 	grep "bytes_acked:[0-9]\{6,\}" "$out/raw.$algo" > "$out/ss.$algo"
@@ -264,8 +244,7 @@ check "start: flows that stopped sending no longer count" test "$after" -eq "$C"
 # tun reports the speed ethtool gave it; `start_rate ... --syn` connects through tl0, where
 # nothing answers.
 reload_link_c() {
-	local i
-	for i in $(seq 50); do rmmod tcp_timely 2>/dev/null && break; sleep 0.1; done
+	rmmod_retry tcp_timely 50 2>/dev/null
 	insmod "$ko" "${mod_params[@]/#max_rate_mbps=*/max_rate_mbps=0}" &&
 		test "$(cat /sys/module/tcp_timely/parameters/max_rate_mbps)" = 0
 }

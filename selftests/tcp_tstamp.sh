@@ -15,14 +15,12 @@
 #   tcp_tstamp.sh [ARGS...]   (arguments are ignored: run-tests.sh may pass module files)
 set -u
 source "$(dirname "$0")/lib.sh"
-TSTAMP=$(cd "$(dirname "$0")/.." && pwd)/tools/tstamp.py
 PORT=9000 NO_SERVER_PORT=9001
 # 1 Gbit/s and no added delay: what the RTT shows is the stack's and the stamps' noise.
 RATE_MBIT=1000 DELAY_US=0 QUEUE_PKTS=1000
 COUNT=1000 INTERVAL_US=1000 MAX_MISSING_PCT=1
 debug_kernel && COUNT=300
-out=$(mktemp -d /run/selftest.XXXXXX)
-trap 'ns_cleanup; rm -rf "$out"' EXIT
+selftest_dir
 
 ktap_plan 11
 setup_dumbbell $RATE_MBIT $DELAY_US $QUEUE_PKTS || diag "dumbbell setup failed"
@@ -32,22 +30,17 @@ in_ns() { ip netns exec "$@"; }
 # caps_has NS DEV WORD...: caps of DEV lists every WORD.
 caps_has() {
 	local ns=$1 dev=$2 caps w; shift 2
-	caps=$(in_ns "$ns" python3 "$TSTAMP" caps "$dev" 2>&1) || { echo "$caps"; return 1; }
+	caps=$(in_ns "$ns" python3 "$TSTAMP_TOOL" caps "$dev" 2>&1) || { echo "$caps"; return 1; }
 	for w; do grep -qw -- "$w" <<<"$caps" || { echo "$caps"; echo "no $w"; return 1; }; done
 }
 check "caps: c0 lists its software stamps (ETHTOOL_GET_TS_INFO)" \
 	caps_has $NS_CLI c0 SOF_TIMESTAMPING_TX_SOFTWARE SOF_TIMESTAMPING_RX_SOFTWARE SOF_TIMESTAMPING_SOFTWARE
-diag_lines "$(in_ns $NS_CLI python3 "$TSTAMP" caps c0 2>&1)"
+diag_lines "$(in_ns $NS_CLI python3 "$TSTAMP_TOOL" caps c0 2>&1)"
 
 start_server() {
-	in_ns $NS_SRV python3 "$TSTAMP" server --bind $SRV_ADDR --port $PORT \
+	in_ns $NS_SRV python3 "$TSTAMP_TOOL" server --bind $SRV_ADDR --port $PORT \
 		> "$out/server.log" 2>&1 &
-	local i
-	for i in $(seq 100); do
-		[ -n "$(in_ns $NS_SRV ss -lunH "sport = :$PORT" 2>/dev/null)" ] && return 0
-		sleep 0.1
-	done
-	cat "$out/server.log"; return 1
+	wait_listening $NS_SRV udp $PORT 100 || { cat "$out/server.log"; return 1; }
 }
 check "server listens in srv" start_server
 
@@ -55,7 +48,7 @@ check "server listens in srv" start_server
 # $out/NAME.err; the client's status.
 client() {
 	local name=$1; shift
-	in_ns $NS_CLI python3 "$TSTAMP" client --connect $SRV_ADDR --port $PORT \
+	in_ns $NS_CLI python3 "$TSTAMP_TOOL" client --connect $SRV_ADDR --port $PORT \
 		--count $COUNT --interval-us $INTERVAL_US --json "$@" > "$out/$name.json" 2> "$out/$name.err"
 	local status=$?
 	[ $status = 0 ] || { cat "$out/$name.err" "$out/$name.json"; }
@@ -111,22 +104,19 @@ diag "$(verify sw software figures 2>&1)"
 
 # Hardware stamps, on the endpoints' devices (the ones that send and receive the probes).
 hw_caps() { # NS DEV: status 0 if the device reports hardware TX and RX stamps.
-	[ "$(in_ns "$1" python3 "$TSTAMP" caps "$2" --json 2>/dev/null |
+	[ "$(in_ns "$1" python3 "$TSTAMP_TOOL" caps "$2" --json 2>/dev/null |
 		python3 -c 'import json, sys; c = json.load(sys.stdin); print(c["hardware_tx"] and c["hardware_rx"])' 2>/dev/null)" = True ]
 }
-hwenable_all() { # [--off]
-	in_ns $NS_CLI python3 "$TSTAMP" hwenable c0 "$@" &&
-		in_ns $NS_SRV python3 "$TSTAMP" hwenable s0 "$@"
-}
+hwenable_all() { hw_stamping $NS_CLI c0 "$@" && hw_stamping $NS_SRV s0 "$@"; } # [--off]: c0 and s0
 hw_config_on() { # NS DEV: SIOCGHWTSTAMP reads back TX_ON and a filter other than NONE.
-	in_ns "$1" python3 "$TSTAMP" caps "$2" --json | python3 -c '
+	in_ns "$1" python3 "$TSTAMP_TOOL" caps "$2" --json | python3 -c '
 import json, sys
 c = json.load(sys.stdin)["hwtstamp_config"]
 sys.exit(0 if c is None or (c["tx_type"] == 1 and c["rx_filter"] != 0) else 1)'
 }
 hwenable_refused() { # hwenable on c0 must fail, naming the device and the reason.
 	local msg
-	if msg=$(in_ns $NS_CLI python3 "$TSTAMP" hwenable c0 2>&1); then
+	if msg=$(hw_stamping $NS_CLI c0 2>&1); then
 		echo "hwenable succeeded on a device without hardware stamps: $msg"; return 1
 	fi
 	echo "$msg"
@@ -138,11 +128,8 @@ hwenable_refused() { # hwenable on c0 must fail, naming the device and the reaso
 # make a probe's RTT, so its sd must grow to about sqrt((2 noise)^2 + sd without noise^2),
 # the OWD's (two stamps) to sqrt(2 noise^2 + ...). The tool must measure what was added.
 NOISE_NS=10000 NOISE_TOLERANCE_PCT=15
-set_noise() { # NS: noise_ns of c0 and s0
-	local nd
-	for nd in $NS_CLI:c0 $NS_SRV:s0; do
-		in_ns "${nd%%:*}" sh -c "echo $1 > /sys/class/net/${nd#*:}/hwts_emul/noise_ns" || return 1
-	done
+set_noise() { # NOISE_NS: noise_ns of c0 and s0
+	nic_clock_set $NS_CLI c0 noise_ns="$1" && nic_clock_set $NS_SRV s0 noise_ns="$1"
 }
 # The check means something only where the stamps' own noise is well below what is added
 # (on the debug kernel the path's own jitter was 160 us of RTT sd, against 20 added).
@@ -213,7 +200,7 @@ fi
 
 no_server() { # the client must fail, saying so, when nothing answers
 	local msg
-	if msg=$(in_ns $NS_CLI python3 "$TSTAMP" client --connect $SRV_ADDR \
+	if msg=$(in_ns $NS_CLI python3 "$TSTAMP_TOOL" client --connect $SRV_ADDR \
 		--port $NO_SERVER_PORT --count 3 --timeout-ms 500 2>&1); then
 		echo "exit 0 without a server: $msg"; return 1
 	fi

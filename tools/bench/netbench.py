@@ -232,13 +232,14 @@ def hardware_stamps(noise_ns):
 
 
 def stamp_counters():
-    """The sender's delay-stamp counters (samples delivered, of which hardware ones)."""
-    out = sh("ip netns exec cli nstat -az TcpExtTCPDelayStampSample "
-             "TcpExtTCPDelayStampHwSample TcpExtTCPDelayStampDevTx", check=False).stdout
-    vals = dict(re.findall(r"TcpExt(TCPDelayStamp\w+)\s+(\d+)", out))
-    return {"stamp_samples": int(vals.get("TCPDelayStampSample", 0)),
-            "stamp_hw_samples": int(vals.get("TCPDelayStampHwSample", 0)),
-            "stamp_dev_samples": int(vals.get("TCPDelayStampDevTx", 0))}
+    """The sender's delay-stamp counters (samples delivered, of which hardware ones, and
+    software ones that took t1 at the device), through lib.sh's tcpext."""
+    keys = {"stamp_samples": "TCPDelayStampSample", "stamp_hw_samples": "TCPDelayStampHwSample",
+            "stamp_dev_samples": "TCPDelayStampDevTx"}
+    out = sh(f"source {LIB}; tcpext cli {' '.join(keys.values())}", check=False).stdout.split()
+    if len(out) != len(keys):
+        out = [0] * len(keys)
+    return {k: int(v) for k, v in zip(keys, out)}
 
 
 def jitter_starts(sc, flows, rep):
