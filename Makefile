@@ -115,6 +115,11 @@ fuzz-smoke:
 fuzz-cmin:
 	tools/fuzz.sh cmin $(FUZZ_TARGETS)
 
+# The module build's outputs (kbuild's patterns, in the two directories it writes), the
+# record of the tree they were built against and the core's cargo target: no kernel tree
+# needed (kbuild's own clean needs one, which a fresh clone may not have yet).
 clean:
-	$(KMAKE) M=$(CURDIR) clean
+	find . rust -maxdepth 1 -type f \( -name '*.[aios]' -o -name '*.ko' -o -name '*.mod' \
+		-o -name '*.mod.c' -o -name '.*.cmd' -o -name '*.d' -o -name '*.rmeta' \
+		-o -name '*.symtypes' -o -name modules.order -o -name Module.symvers \) -delete
 	rm -rf rust/core/target
