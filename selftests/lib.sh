@@ -8,6 +8,11 @@
 # qdisc. Runs inside the UML guest; namespaces are removed on exit whatever happens.
 
 KSFT_PASS=0 KSFT_FAIL=1 KSFT_SKIP=4
+# The tools the tests use: tools/tstamp.py, and tools/lib, the Python modules the tools and
+# the selftests' helpers share (struct tcp_info, inet_diag, the test server), for Python
+# a test writes itself (sys.path.insert(0, os.environ["TOOLS_LIB"])).
+TSTAMP_TOOL=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tools/tstamp.py
+export TOOLS_LIB=${TSTAMP_TOOL%/tstamp.py}/lib
 ktap_n=0 ktap_fail=0 ktap_skip=0
 NS_CLI=cli NS_RTR=rtr NS_SRV=srv
 SRV_ADDR=10.10.2.2 SRV_ADDR6=fd00:10:2::2
@@ -279,7 +284,6 @@ nic_clock_set() {
 }
 # hw_stamping NS DEV [--off]: hardware timestamping on (off) at DEV the standard way
 # (SIOCSHWTSTAMP, tools/tstamp.py hwenable); the tool's line on stdout, its error on stderr.
-TSTAMP_TOOL=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tools/tstamp.py
 hw_stamping() { ip netns exec "$1" python3 "$TSTAMP_TOOL" hwenable "$2" "${@:3}"; }
 # nic_clock_on NS DEV OFFSET_NS DRIFT_PPB NOISE_NS: DEV's clock set, hardware stamping on.
 nic_clock_on() {

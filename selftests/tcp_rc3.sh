@@ -85,7 +85,9 @@ dscp_prio $NS_CLI c0
 bands() { dscp_counts $NS_CLI c0; }
 
 cat > "$out/peer.py" <<'PY'
-import hashlib, socket, sys, time
+import hashlib, os, socket, sys, time
+sys.path.insert(0, os.environ["TOOLS_LIB"])
+import tcpinfo
 TCP_RC3 = 47
 mode = sys.argv[1]
 if mode == "sockopt":
@@ -139,13 +141,10 @@ else:
         s.sendall(data)
     s.shutdown(socket.SHUT_WR)
     s.recv(1)
-    # Everything is acknowledged: the receiver read it all before closing. struct
-    # tcp_info: tcpi_snd_mss at 16, tcpi_snd_cwnd at 80, tcpi_total_retrans at 100,
-    # tcpi_delivered at 192, tcpi_dsack_dups at 216.
-    info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232)
-    fields = (int.from_bytes(info[o:o + 4], "little") for o in (16, 80, 192, 100, 216))
+    # Everything is acknowledged: the receiver read it all before closing.
+    info = tcpinfo.get(s, ("snd_mss", "snd_cwnd", "delivered", "total_retrans", "dsack_dups"))
     s.close()
-    print(hashlib.sha256(data).hexdigest(), *fields)
+    print(hashlib.sha256(data).hexdigest(), *info.values())
 PY
 check "TCP_RC3 set, read back, invalid values refused" ip netns exec $NS_CLI python3 "$out/peer.py" sockopt 0
 # The loop sends outside congestion control: turning it on needs CAP_NET_ADMIN.

@@ -16,13 +16,16 @@ import struct
 FIELDS = {
     "options": (5, "B"),          # tcpi_options (TCPI_OPT_ECN: 8, ECN negotiated)
     "rto": (8, "I"),              # the retransmission timeout now, backoff included
+    "snd_mss": (16, "I"),
     "rtt": (68, "I"),             # smoothed RTT
     "snd_cwnd": (80, "I"),
     "total_retrans": (100, "I"),
     "pacing_rate": (104, "Q"),
     "bytes_acked": (120, "Q"),    # counts the SYN as one
+    "delivered": (192, "I"),      # packets delivered, the SYN among them
+    "dsack_dups": (216, "I"),
 }
-# What getsockopt asks for: up to tcpi_rcv_ooopack and beyond, more than every field above.
+# What getsockopt asks for: the struct up to tcpi_snd_wnd, every field above.
 TCP_INFO_LEN = 232
 TCPI_OPT_ECN = 8
 

@@ -127,6 +127,13 @@ class CannedDump(unittest.TestCase):
 
 
 class TcpInfo(unittest.TestCase):
+    def test_layout(self):
+        # Fields in order, none overlapping, all within what getsockopt asks for.
+        spans = sorted((off, off + struct.calcsize(fmt)) for off, fmt in tcpinfo.FIELDS.values())
+        for (_, end), (start, _) in zip(spans, spans[1:]):
+            self.assertLessEqual(end, start)
+        self.assertLessEqual(spans[-1][1], tcpinfo.TCP_INFO_LEN)
+
     def test_short_struct(self):
         data = tcp_info_bytes(length=104, total_retrans=5, options=8)
         self.assertEqual(tcpinfo.parse(data, ("total_retrans", "options")),
