@@ -17,6 +17,9 @@
 set -euo pipefail
 source "$(dirname "$0")/config.sh"
 
+# The comment above, as usage.
+usage() { sed -n '2,/^set -euo/{/^#/{s/^# \{0,1\}//;p}}' "$0"; }
+
 timeout_s=600 time_travel=0 mem=1G kunit_glob="" log="" debug_checks=0
 [ "$KERNEL_FLAVOR" = normal ] || debug_checks=1
 while [ $# -gt 0 ]; do
@@ -27,7 +30,9 @@ while [ $# -gt 0 ]; do
 	--kunit) kunit_glob=$2; shift 2 ;;
 	--log) log=$2; shift 2 ;;
 	--no-debug-checks) debug_checks=0; shift ;;
+	-h|--help) usage; exit 0 ;;
 	--) shift; break ;;
+	-*) die "unknown option $1 (tools/testbed/uml-run.sh --help)" ;;
 	*) break ;;
 	esac
 done
