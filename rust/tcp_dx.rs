@@ -60,28 +60,28 @@ kernel::module_tcp_cong! {
     license: "GPL",
     params: {
         headroom_ns: u32 {
-            default: 20000,
-            description: "queuing delay below which the window grows (ns)",
+            default: crate::cc_core::dx::spec::HEADROOM_NS.default,
+            description: "queuing delay below which the window grows (ns), [1, 2000000000]",
             permissions: 0o444,
         },
         min_cwnd_pkts: u32 {
-            default: 2,
-            description: "smallest window DX leaves (packets)",
+            default: crate::cc_core::dx::spec::MIN_CWND_PKTS.default,
+            description: "smallest window DX leaves (packets), [1, 65535]",
             permissions: 0o444,
         },
         max_decrease_ppm: u32 {
-            default: 500000,
-            description: "largest cut of one round, parts per million of the window",
+            default: crate::cc_core::dx::spec::MAX_DECREASE_PPM.default,
+            description: "largest cut of one round (ppm of the window), [1, 1000000]",
             permissions: 0o444,
         },
         base_rtt_slack_ns: u32 {
-            default: 5000,
-            description: "RTT within this of its minimum refreshes the base OWD (ns)",
+            default: crate::cc_core::dx::spec::BASE_RTT_SLACK_NS.default,
+            description: "RTT within this of its minimum refreshes the base OWD (ns), [0, 2000000000], at most headroom_ns",
             permissions: 0o444,
         },
         min_rtt_expiry_rounds: u32 {
-            default: 1000,
-            description: "rounds without a base refresh before the minimum RTT expires; 0: never",
+            default: crate::cc_core::dx::spec::MIN_RTT_EXPIRY_ROUNDS.default,
+            description: "rounds without a base refresh before the minimum RTT expires, [0, 10000]; 0: never",
             permissions: 0o444,
         },
     },

@@ -18,7 +18,12 @@ use kernel::prelude::*;
 #[path = "core/src/lib.rs"]
 mod cc_core;
 
-use cc_core::rc3::{Bounds, DscpMap, Reading, MAX_LEVELS};
+use cc_core::rc3::{spec, Bounds, DscpMap, Reading, MAX_LEVELS};
+
+// `load` is for parameter sets kept for callbacks; the policy is read once, here.
+#[allow(dead_code)]
+#[path = "module_params.rs"]
+mod module_params;
 
 module! {
     type: Rc3Policy,
@@ -28,28 +33,28 @@ module! {
     license: "GPL",
     params: {
         levels: u32 {
-            default: 3,
-            description: "number of low-priority levels (1..=15)",
+            default: crate::cc_core::rc3::spec::LEVELS.default,
+            description: "number of low-priority levels, [1, 15]",
             permissions: 0o444,
         },
         first_level_pkts: u32 {
-            default: 40,
+            default: crate::cc_core::rc3::spec::FIRST_LEVEL_PKTS.default,
             description: "the first level's number (packets)",
             permissions: 0o444,
         },
         level_factor: u32 {
-            default: 10,
+            default: crate::cc_core::rc3::spec::LEVEL_FACTOR.default,
             description: "each next level's number is this many times the previous",
             permissions: 0o444,
         },
         reading: u32 {
-            default: 0,
-            description: "0: the numbers are cumulative bounds (thesis code), 1: level sizes (thesis text)",
+            default: crate::cc_core::rc3::spec::READING.default,
+            description: "[0, 1]; 0: the numbers are cumulative bounds (thesis code), 1: level sizes (thesis text)",
             permissions: 0o444,
         },
         dscp_map: u32 {
-            default: 0,
-            description: "0: every level Lower-Effort (DSCP 1), 1: level n at DSCP 4n-1",
+            default: crate::cc_core::rc3::spec::DSCP_MAP.default,
+            description: "[0, 1]; 0: every level Lower-Effort (DSCP 1), 1: level n at DSCP 4n-1",
             permissions: 0o444,
         },
     },
@@ -63,22 +68,14 @@ struct Rc3Policy {
 fn policy() -> Result<Policy> {
     use crate::module_parameters as m;
     let levels = m::levels.value();
-    if !(1..=MAX_LEVELS as u32).contains(&levels) {
-        pr_err!("invalid parameter levels={levels}: allowed range 1..={MAX_LEVELS}\n");
-        return Err(ERANGE);
-    }
-    let Some(reading) = Reading::from_u32(m::reading.value()) else {
-        pr_err!("invalid parameter reading={}: 0 or 1\n", m::reading.value());
-        return Err(ERANGE);
-    };
-    let dscp = match m::dscp_map.value() {
-        0 => DscpMap::LOWER_EFFORT,
-        1 => DscpMap::LOCAL_LEVELS,
-        v => {
-            pr_err!("invalid parameter dscp_map={v}: 0 or 1\n");
-            return Err(ERANGE);
-        }
-    };
+    module_params::check(spec::LEVELS.check(levels))?;
+    let reading = m::reading.value();
+    module_params::check(spec::READING.check(reading))?;
+    let dscp_map = m::dscp_map.value();
+    module_params::check(spec::DSCP_MAP.check(dscp_map))?;
+    // Every value in the specs' ranges has a meaning (host-tested).
+    let reading = Reading::from_u32(reading).ok_or(ERANGE)?;
+    let dscp = DscpMap::from_u32(dscp_map).ok_or(ERANGE)?;
     let mut list = [0u32; MAX_LEVELS];
     let mut n = m::first_level_pkts.value();
     for x in list.iter_mut().take(levels as usize) {

@@ -23,6 +23,7 @@
 //! arithmetic where that can wrap (noted at each place), so that the two can be compared
 //! ACK by ACK.
 
+use super::param::ParamSpec;
 use super::reno;
 use super::seq;
 
@@ -32,13 +33,25 @@ pub const MAX_ALPHA: u32 = 1 << ALPHA_SHIFT;
 pub const ALPHA_SHIFT: u32 = 10;
 /// Largest EWMA shift: `g` = 1/1024.
 pub const MAX_SHIFT_G: u32 = ALPHA_SHIFT;
-/// The kernel's default EWMA shift, `g` = 1/16 (the paper's value).
-pub const DEFAULT_SHIFT_G: u32 = 4;
-/// The kernel's default `alpha` of a new flow: 1.0, so that the first ECN echo halves the
-/// window, as Reno would, before any marks have been measured.
-pub const DEFAULT_ALPHA_ON_INIT: u32 = MAX_ALPHA;
 /// Fixed-point shift of the CE ratio given to Protective Load Balancing (`TCP_PLB_SCALE`).
 pub const PLB_SCALE: u32 = 8;
+
+/// `tcp_rust_dctcp`'s module parameters, named as C dctcp's: their defaults and ranges,
+/// written only here ([`super::param`]).
+pub mod spec {
+    use super::{ParamSpec, MAX_ALPHA, MAX_SHIFT_G};
+
+    /// The kernel's default EWMA shift, `g` = 1/16 (the paper's value).
+    pub const DCTCP_SHIFT_G: ParamSpec = ParamSpec::new("dctcp_shift_g", 4, 0, MAX_SHIFT_G);
+    /// The kernel's default `alpha` of a new flow: 1.0, so that the first ECN echo halves
+    /// the window, as Reno would, before any marks have been measured. C accepts any value
+    /// and caps it at 1024; the module refuses one it would change.
+    pub const DCTCP_ALPHA_ON_INIT: ParamSpec =
+        ParamSpec::new("dctcp_alpha_on_init", MAX_ALPHA, 0, MAX_ALPHA);
+
+    /// Every parameter, in the module's order.
+    pub const ALL: [ParamSpec; 2] = [DCTCP_SHIFT_G, DCTCP_ALPHA_ON_INIT];
+}
 
 /// One EWMA step of `alpha` at the end of an observation window in which `delivered_pkts`
 /// packets were delivered, `delivered_ce_pkts` of them CE-marked.
@@ -219,6 +232,11 @@ impl Dctcp {
 mod tests {
     use super::*;
     use crate::testing::Rng;
+
+    #[test]
+    fn parameter_defaults_are_in_range() {
+        crate::param::assert_consistent(&spec::ALL);
+    }
 
     fn counters(snd_una: u32, snd_nxt: u32, delivered: u32, ce: u32) -> Counters {
         Counters {

@@ -68,8 +68,8 @@
 //! [`calibrate_stamp_ns`] / [`StampCalibrator`], for whatever takes the stamps.
 
 use super::fixed::{mul_div, PPM};
+use super::param::{ParamError, ParamSpec};
 use super::sample::SampleSource;
-pub use super::timely::ParamError;
 
 /// Largest RTT sample taken at face value (2 s); larger ones (and 0) are ignored. 10 s does
 /// not fit in 32-bit nanoseconds; 2 s also keeps every queuing delay within `i32`.
@@ -117,7 +117,8 @@ pub struct DxParams {
 }
 
 impl DxParams {
-    /// For a 10 Gbit/s host whose stamps are taken by software in the kernel.
+    /// The module's defaults ([`spec`]), for a 10 Gbit/s host whose stamps are taken by
+    /// software in the kernel:
     ///
     /// - `headroom_ns` 20 us (about 16 MTU packets at 10 Gbit/s). Fig. 11: the headroom
     ///   full utilization needs grows with the stamp noise's standard deviation, and the
@@ -139,11 +140,11 @@ impl DxParams {
     ///   which drift moves the base by at most 4 us; at 10 Gbit/s DX refreshes every few
     ///   rounds, so only a lost minimum (route change, outlier) waits that long.
     pub const DEFAULT: DxParams = DxParams {
-        headroom_ns: 20_000,
-        min_cwnd_pkts: 2,
-        max_decrease_ppm: 500_000,
-        base_rtt_slack_ns: 5_000,
-        min_rtt_expiry_rounds: 1000,
+        headroom_ns: spec::HEADROOM_NS.default,
+        min_cwnd_pkts: spec::MIN_CWND_PKTS.default,
+        max_decrease_ppm: spec::MAX_DECREASE_PPM.default,
+        base_rtt_slack_ns: spec::BASE_RTT_SLACK_NS.default,
+        min_rtt_expiry_rounds: spec::MIN_RTT_EXPIRY_ROUNDS.default,
     };
 
     /// NIC stamps with the paper's calibration (0.53 us of noise, Fig. 6): 3 us of headroom
@@ -155,38 +156,45 @@ impl DxParams {
         ..DxParams::DEFAULT
     };
 
-    /// Checks every parameter against its allowed range. On failure returns the first
-    /// offending parameter's name, its value and the allowed range.
+    /// Checks every parameter against its range ([`spec`]), narrowed where another
+    /// parameter bounds it. On failure returns the first offending parameter's name, its
+    /// value and its allowed range.
     pub fn validate(&self) -> Result<(), ParamError> {
-        let check = |name: &'static str, value: u32, min: u32, max: u32| {
-            if value < min || value > max {
-                Err(ParamError {
-                    name,
-                    value,
-                    min,
-                    max,
-                })
-            } else {
-                Ok(())
-            }
-        };
-        check("headroom_ns", self.headroom_ns, 1, MAX_RTT_NS)?;
-        check("min_cwnd_pkts", self.min_cwnd_pkts, 1, MAX_MIN_CWND_PKTS)?;
-        check("max_decrease_ppm", self.max_decrease_ppm, 1, PPM as u32)?;
-        check(
-            "base_rtt_slack_ns",
-            self.base_rtt_slack_ns,
-            0,
-            self.headroom_ns,
-        )?;
-        check(
-            "min_rtt_expiry_rounds",
-            self.min_rtt_expiry_rounds,
-            0,
-            MAX_EXPIRY_ROUNDS,
-        )?;
+        spec::HEADROOM_NS.check(self.headroom_ns)?;
+        spec::MIN_CWND_PKTS.check(self.min_cwnd_pkts)?;
+        spec::MAX_DECREASE_PPM.check(self.max_decrease_ppm)?;
+        spec::BASE_RTT_SLACK_NS.check_in(self.base_rtt_slack_ns, 0, self.headroom_ns)?;
+        spec::MIN_RTT_EXPIRY_ROUNDS.check(self.min_rtt_expiry_rounds)?;
         Ok(())
     }
+}
+
+/// `tcp_dx`'s module parameters, one per [`DxParams`] field and named as it: the default
+/// and range of each, written only here ([`super::param`]); the defaults are explained at
+/// [`DxParams::DEFAULT`]. A range that another parameter bounds is written at its widest;
+/// [`DxParams::validate`] narrows it.
+pub mod spec {
+    use super::{ParamSpec, MAX_EXPIRY_ROUNDS, MAX_MIN_CWND_PKTS, MAX_RTT_NS, PPM};
+
+    pub const HEADROOM_NS: ParamSpec = ParamSpec::new("headroom_ns", 20_000, 1, MAX_RTT_NS);
+    pub const MIN_CWND_PKTS: ParamSpec = ParamSpec::new("min_cwnd_pkts", 2, 1, MAX_MIN_CWND_PKTS);
+    pub const MAX_DECREASE_PPM: ParamSpec =
+        ParamSpec::new("max_decrease_ppm", 500_000, 1, PPM as u32);
+    /// At most `headroom_ns`.
+    pub const BASE_RTT_SLACK_NS: ParamSpec =
+        ParamSpec::new("base_rtt_slack_ns", 5_000, 0, MAX_RTT_NS);
+    /// 0: never.
+    pub const MIN_RTT_EXPIRY_ROUNDS: ParamSpec =
+        ParamSpec::new("min_rtt_expiry_rounds", 1000, 0, MAX_EXPIRY_ROUNDS);
+
+    /// Every parameter, in the module's order.
+    pub const ALL: [ParamSpec; 5] = [
+        HEADROOM_NS,
+        MIN_CWND_PKTS,
+        MAX_DECREASE_PPM,
+        BASE_RTT_SLACK_NS,
+        MIN_RTT_EXPIRY_ROUNDS,
+    ];
 }
 
 /// Eq. 8: `V = R W* / (W* - 1)`, rounded down; `None` for `W* <= 1`, where it is undefined.
@@ -513,6 +521,7 @@ mod tests {
 
     #[test]
     fn defaults_are_valid() {
+        crate::param::assert_consistent(&spec::ALL);
         assert_eq!(DxParams::DEFAULT.validate(), Ok(()));
         assert_eq!(DxParams::HARDWARE.validate(), Ok(()));
     }

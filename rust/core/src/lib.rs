@@ -14,6 +14,7 @@
 pub mod dctcp;
 pub mod dx;
 pub mod fixed;
+pub mod param;
 pub mod rc3;
 pub mod reno;
 pub mod sample;

@@ -53,6 +53,7 @@
 //! new walk from the new tail, positions counted from that tail (the thesis's guard for
 //! small send buffers, section 2.3.2). An skb is never sent twice by the RLP.
 
+use super::param::ParamSpec;
 use super::seq;
 
 /// Most RLP levels: a prio qdisc has 16 bands, band 0 being the primary's.
@@ -63,6 +64,26 @@ pub const MAX_DSCP: u8 = 63;
 
 /// Lower-Effort per-hop behaviour (RFC 8622).
 pub const DSCP_LE: u8 = 1;
+
+/// `tcp_rc3`'s module parameters: their defaults and ranges, written only here
+/// ([`super::param`]). The defaults make [`Policy::DEFAULT`]: the thesis's 40, 400 and 4000
+/// packets, in the cumulative reading, every level Lower-Effort.
+pub mod spec {
+    use super::{ParamSpec, MAX_LEVELS};
+
+    pub const LEVELS: ParamSpec = ParamSpec::new("levels", 3, 1, MAX_LEVELS as u32);
+    /// Any value: the list of levels it makes is checked as a whole ([`super::Bounds::new`]).
+    pub const FIRST_LEVEL_PKTS: ParamSpec = ParamSpec::new("first_level_pkts", 40, 0, u32::MAX);
+    /// Any value, as `first_level_pkts`.
+    pub const LEVEL_FACTOR: ParamSpec = ParamSpec::new("level_factor", 10, 0, u32::MAX);
+    /// [`super::Reading::from_u32`].
+    pub const READING: ParamSpec = ParamSpec::new("reading", 0, 0, 1);
+    /// 0: [`super::DscpMap::LOWER_EFFORT`], 1: [`super::DscpMap::LOCAL_LEVELS`].
+    pub const DSCP_MAP: ParamSpec = ParamSpec::new("dscp_map", 0, 0, 1);
+
+    /// Every parameter, in the module's order.
+    pub const ALL: [ParamSpec; 5] = [LEVELS, FIRST_LEVEL_PKTS, LEVEL_FACTOR, READING, DSCP_MAP];
+}
 
 /// How a list of level sizes is read (see the module's documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,7 +173,7 @@ impl core::fmt::Display for Rc3Error {
                 write!(f, "level {level} ends beyond {} packets", u32::MAX)
             }
             Rc3Error::BadDscp { level, dscp } => {
-                write!(f, "level {level}: DSCP {dscp} is not in 0..={MAX_DSCP}")
+                write!(f, "level {level}: DSCP {dscp} out of range [0, {MAX_DSCP}]")
             }
             Rc3Error::DscpCount { given, levels } => {
                 write!(f, "{given} DSCP values for {levels} levels")
@@ -289,6 +310,16 @@ impl DscpMap {
         DscpMap(m)
     };
 
+    /// From the module parameter's encoding: 0 every level Lower-Effort, 1 a codepoint per
+    /// level ([`DscpMap::LOCAL_LEVELS`]).
+    pub fn from_u32(v: u32) -> Option<DscpMap> {
+        match v {
+            0 => Some(DscpMap::LOWER_EFFORT),
+            1 => Some(DscpMap::LOCAL_LEVELS),
+            _ => None,
+        }
+    }
+
     /// A map from one value per level (`values.len()` must be `levels`); entries past the
     /// given levels are Lower-Effort.
     pub fn new(values: &[u32], levels: u8) -> Result<DscpMap, Rc3Error> {
@@ -412,6 +443,25 @@ mod tests {
     use std::vec::Vec;
 
     const LIST: [u32; 3] = [40, 400, 4000];
+
+    #[test]
+    fn the_parameters_defaults_make_the_default_policy() {
+        crate::param::assert_consistent(&spec::ALL);
+        let levels = spec::LEVELS.default as usize;
+        let list: Vec<u32> = (0..levels as u32)
+            .map(|i| spec::FIRST_LEVEL_PKTS.default * spec::LEVEL_FACTOR.default.pow(i))
+            .collect();
+        let reading = Reading::from_u32(spec::READING.default).unwrap();
+        assert_eq!(Bounds::new(reading, &list), Ok(Policy::DEFAULT.bounds));
+        let dscp = DscpMap::from_u32(spec::DSCP_MAP.default);
+        assert_eq!(dscp, Some(Policy::DEFAULT.dscp));
+        // Every value in range has a meaning, and none beyond.
+        let (reading, dscp) = (spec::READING, spec::DSCP_MAP);
+        assert!((reading.min..=reading.max).all(|v| Reading::from_u32(v).is_some()));
+        assert!((dscp.min..=dscp.max).all(|v| DscpMap::from_u32(v).is_some()));
+        assert_eq!(Reading::from_u32(reading.max + 1), None);
+        assert_eq!(DscpMap::from_u32(dscp.max + 1), None);
+    }
 
     /// A queue of `n` single-packet skbs of `mss` bytes from `seq0`.
     fn packets(n: u32, mss: u32, seq0: u32) -> Vec<Skb> {

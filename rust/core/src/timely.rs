@@ -43,6 +43,7 @@
 //!   the RTT showed a queue, and is ignored when it did not (see [`Timely::on_loss`]).
 
 use super::fixed::{mul_div, PPM};
+use super::param::{ParamError, ParamSpec};
 use super::sample::SampleSource;
 
 /// Which law runs in the gradient zone.
@@ -156,31 +157,107 @@ pub const MAX_CUT_PPM: u64 = PPM / 2;
 /// minimum over a segment's samples is the network's RTT.
 pub const MAX_PACKET_GAP_US: u64 = 20_000;
 
+/// `tcp_timely`'s module parameters, one per [`Params`] field and named as it: the default
+/// and range of each, written only here ([`super::param`]). The defaults are the papers'
+/// values at 10 Gbit/s ([T] §6, [Z] footnote 4 and §4.3), but for C (`max_rate_mbps` 0:
+/// each flow's link speed) and `patched_rtt_window_rtts`. A range that another parameter
+/// bounds is written at its widest; [`Params::validate`] narrows it.
+pub mod spec {
+    use super::{ParamSpec, MAX_RTT_US, MAX_SEG_BYTES, PPM};
+
+    const PPM_U32: u32 = PPM as u32;
+    /// C's largest value in kbit/s.
+    const MAX_RATE_KBPS: u32 = super::MAX_RATE_MBPS * 1000;
+
+    /// Below `t_high_us`.
+    pub const T_LOW_US: ParamSpec = ParamSpec::new("t_low_us", 50, 1, MAX_RTT_US - 1);
+    /// Above `t_low_us`.
+    pub const T_HIGH_US: ParamSpec = ParamSpec::new("t_high_us", 500, 2, MAX_RTT_US);
+    /// At most C.
+    pub const DELTA_KBPS: ParamSpec = ParamSpec::new("delta_kbps", 10_000, 1, MAX_RATE_KBPS);
+    pub const BETA_PPM: ParamSpec = ParamSpec::new("beta_ppm", 800_000, 1, PPM_U32);
+    pub const ALPHA_PPM: ParamSpec = ParamSpec::new("alpha_ppm", 875_000, 1, PPM_U32);
+    pub const MIN_RTT_US: ParamSpec = ParamSpec::new("min_rtt_us", 20, 1, MAX_RTT_US);
+    pub const HAI_THRESHOLD: ParamSpec = ParamSpec::new("hai_threshold", 5, 1, 1000);
+    pub const HAI_FACTOR: ParamSpec = ParamSpec::new("hai_factor", 5, 1, 100);
+    /// At most C.
+    pub const MIN_RATE_KBPS: ParamSpec = ParamSpec::new("min_rate_kbps", 10_000, 1, MAX_RATE_KBPS);
+    /// 0: each flow's C is its output device's link speed ([`super::Params::flow_c_mbps`]).
+    pub const MAX_RATE_MBPS: ParamSpec =
+        ParamSpec::new("max_rate_mbps", 0, 0, super::MAX_RATE_MBPS);
+    /// At most C.
+    pub const INIT_RATE_MBPS: ParamSpec =
+        ParamSpec::new("init_rate_mbps", 0, 0, super::MAX_RATE_MBPS);
+    pub const SEG_BYTES: ParamSpec = ParamSpec::new("seg_bytes", 16_384, 1, MAX_SEG_BYTES);
+    pub const LINE_RATE_MBPS: ParamSpec =
+        ParamSpec::new("line_rate_mbps", 0, 0, super::MAX_RATE_MBPS);
+    pub const PATCHED_BETA_PPM: ParamSpec = ParamSpec::new("patched_beta_ppm", 8_000, 1, PPM_U32);
+    pub const RTT_REF_US: ParamSpec = ParamSpec::new("rtt_ref_us", 0, 0, MAX_RTT_US);
+    pub const RTT_WINDOW_BYTES: ParamSpec =
+        ParamSpec::new("rtt_window_bytes", MAX_SEG_BYTES, 0, MAX_SEG_BYTES);
+    pub const UPDATE_SCALING: ParamSpec = ParamSpec::new("update_scaling", 0, 0, 1);
+    pub const LOSS_RTT_US: ParamSpec = ParamSpec::new("loss_rtt_us", 0, 0, MAX_RTT_US);
+    /// Not the papers': without it, 64 flows at 10 Gbit/s leave a third of the link unused
+    /// (README, "RTT window").
+    pub const PATCHED_RTT_WINDOW_RTTS: ParamSpec =
+        ParamSpec::new("patched_rtt_window_rtts", 4, 0, 64);
+    pub const T_HIGH_LAST_SAMPLE: ParamSpec = ParamSpec::new("t_high_last_sample", 0, 0, 1);
+
+    /// Every parameter, in the module's order.
+    pub const ALL: [ParamSpec; 20] = [
+        T_LOW_US,
+        T_HIGH_US,
+        DELTA_KBPS,
+        BETA_PPM,
+        ALPHA_PPM,
+        MIN_RTT_US,
+        HAI_THRESHOLD,
+        HAI_FACTOR,
+        MIN_RATE_KBPS,
+        MAX_RATE_MBPS,
+        INIT_RATE_MBPS,
+        SEG_BYTES,
+        LINE_RATE_MBPS,
+        PATCHED_BETA_PPM,
+        RTT_REF_US,
+        RTT_WINDOW_BYTES,
+        UPDATE_SCALING,
+        LOSS_RTT_US,
+        PATCHED_RTT_WINDOW_RTTS,
+        T_HIGH_LAST_SAMPLE,
+    ];
+}
+
 impl Params {
-    /// The papers' parameters at 10 Gbit/s ([T] §6, [Z] footnote 4 and §4.3).
+    /// The module's defaults ([`spec`]).
+    pub const DEFAULT: Params = Params {
+        t_low_us: spec::T_LOW_US.default,
+        t_high_us: spec::T_HIGH_US.default,
+        delta_kbps: spec::DELTA_KBPS.default,
+        beta_ppm: spec::BETA_PPM.default,
+        alpha_ppm: spec::ALPHA_PPM.default,
+        min_rtt_us: spec::MIN_RTT_US.default,
+        hai_threshold: spec::HAI_THRESHOLD.default,
+        hai_factor: spec::HAI_FACTOR.default,
+        min_rate_kbps: spec::MIN_RATE_KBPS.default,
+        max_rate_mbps: spec::MAX_RATE_MBPS.default,
+        init_rate_mbps: spec::INIT_RATE_MBPS.default,
+        seg_bytes: spec::SEG_BYTES.default,
+        line_rate_mbps: spec::LINE_RATE_MBPS.default,
+        patched_beta_ppm: spec::PATCHED_BETA_PPM.default,
+        rtt_ref_us: spec::RTT_REF_US.default,
+        rtt_window_bytes: spec::RTT_WINDOW_BYTES.default,
+        loss_rtt_us: spec::LOSS_RTT_US.default,
+        update_scaling: spec::UPDATE_SCALING.default,
+        t_high_last_sample: spec::T_HIGH_LAST_SAMPLE.default,
+        patched_rtt_window_rtts: spec::PATCHED_RTT_WINDOW_RTTS.default,
+    };
+
+    /// The papers' parameters at 10 Gbit/s: the module's defaults with C set to the
+    /// papers' link speed.
     pub const PAPER: Params = Params {
-        t_low_us: 50,
-        t_high_us: 500,
-        delta_kbps: 10_000,
-        beta_ppm: 800_000,
-        alpha_ppm: 875_000,
-        min_rtt_us: 20,
-        hai_threshold: 5,
-        hai_factor: 5,
-        min_rate_kbps: 10_000,
-        max_rate_mbps: 10_000,
-        init_rate_mbps: 0,
-        seg_bytes: 16_384,
-        line_rate_mbps: 0,
-        patched_beta_ppm: 8_000,
-        rtt_ref_us: 0,
-        rtt_window_bytes: MAX_SEG_BYTES,
-        loss_rtt_us: 0,
-        update_scaling: 0,
-        t_high_last_sample: 0,
-        // Not the papers': without it, 64 flows at 10 Gbit/s leave a third of the link
-        // unused (README, "RTT window").
-        patched_rtt_window_rtts: 4,
+        max_rate_mbps: DEFAULT_LINK_MBPS,
+        ..Params::DEFAULT
     };
 
     /// Additive step in bit/s.
@@ -293,68 +370,39 @@ impl Params {
         }
     }
 
-    /// Checks every parameter against its allowed range. On failure returns the first
-    /// offending parameter's name, its value and the allowed range.
+    /// Checks every parameter against its range ([`spec`]), narrowed where another
+    /// parameter bounds it. On failure returns the first offending parameter's name, its
+    /// value and its allowed range.
     pub fn validate(&self) -> Result<(), ParamError> {
         let p = self;
-        let check = |name: &'static str, value: u32, min: u32, max: u32| {
-            if value < min || value > max {
-                Err(ParamError {
-                    name,
-                    value,
-                    min,
-                    max,
-                })
-            } else {
-                Ok(())
-            }
-        };
-        let ppm = PPM as u32;
-        check("t_low_us", p.t_low_us, 1, MAX_RTT_US - 1)?;
-        check("t_high_us", p.t_high_us, p.t_low_us + 1, MAX_RTT_US)?;
-        check("min_rtt_us", p.min_rtt_us, 1, MAX_RTT_US)?;
-        check("beta_ppm", p.beta_ppm, 1, ppm)?;
-        check("alpha_ppm", p.alpha_ppm, 1, ppm)?;
-        check("patched_beta_ppm", p.patched_beta_ppm, 1, ppm)?;
-        check("rtt_ref_us", p.rtt_ref_us, 0, MAX_RTT_US)?;
-        check("hai_threshold", p.hai_threshold, 1, 1000)?;
-        check("hai_factor", p.hai_factor, 1, 100)?;
-        check("max_rate_mbps", p.max_rate_mbps, 0, MAX_RATE_MBPS)?;
+        spec::T_LOW_US.check(p.t_low_us)?;
+        spec::T_HIGH_US.check_in(p.t_high_us, p.t_low_us + 1, MAX_RTT_US)?;
+        spec::MIN_RTT_US.check(p.min_rtt_us)?;
+        spec::BETA_PPM.check(p.beta_ppm)?;
+        spec::ALPHA_PPM.check(p.alpha_ppm)?;
+        spec::PATCHED_BETA_PPM.check(p.patched_beta_ppm)?;
+        spec::RTT_REF_US.check(p.rtt_ref_us)?;
+        spec::HAI_THRESHOLD.check(p.hai_threshold)?;
+        spec::HAI_FACTOR.check(p.hai_factor)?;
+        spec::MAX_RATE_MBPS.check(p.max_rate_mbps)?;
         // With C from each flow's link (0), a flow's C is raised to the floor if need be.
         let c_mbps = match p.max_rate_mbps {
             0 => MAX_RATE_MBPS,
             c => c,
         };
-        check(
-            "min_rate_kbps",
-            p.min_rate_kbps,
-            1,
-            c_mbps.saturating_mul(1000),
-        )?;
-        check("delta_kbps", p.delta_kbps, 1, c_mbps.saturating_mul(1000))?;
-        check("init_rate_mbps", p.init_rate_mbps, 0, c_mbps)?;
-        check("seg_bytes", p.seg_bytes, 1, MAX_SEG_BYTES)?;
-        check("line_rate_mbps", p.line_rate_mbps, 0, MAX_RATE_MBPS)?;
-        check("rtt_window_bytes", p.rtt_window_bytes, 0, MAX_SEG_BYTES)?;
-        check("loss_rtt_us", p.loss_rtt_us, 0, MAX_RTT_US)?;
-        check("update_scaling", p.update_scaling, 0, 1)?;
-        check("t_high_last_sample", p.t_high_last_sample, 0, 1)?;
-        check("patched_rtt_window_rtts", p.patched_rtt_window_rtts, 0, 64)?;
+        let c_kbps = c_mbps.saturating_mul(1000);
+        spec::MIN_RATE_KBPS.check_in(p.min_rate_kbps, 1, c_kbps)?;
+        spec::DELTA_KBPS.check_in(p.delta_kbps, 1, c_kbps)?;
+        spec::INIT_RATE_MBPS.check_in(p.init_rate_mbps, 0, c_mbps)?;
+        spec::SEG_BYTES.check(p.seg_bytes)?;
+        spec::LINE_RATE_MBPS.check(p.line_rate_mbps)?;
+        spec::RTT_WINDOW_BYTES.check(p.rtt_window_bytes)?;
+        spec::LOSS_RTT_US.check(p.loss_rtt_us)?;
+        spec::UPDATE_SCALING.check(p.update_scaling)?;
+        spec::T_HIGH_LAST_SAMPLE.check(p.t_high_last_sample)?;
+        spec::PATCHED_RTT_WINDOW_RTTS.check(p.patched_rtt_window_rtts)?;
         Ok(())
     }
-}
-
-/// A parameter outside its allowed range.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ParamError {
-    /// Parameter name.
-    pub name: &'static str,
-    /// Its value.
-    pub value: u32,
-    /// Smallest allowed value.
-    pub min: u32,
-    /// Largest allowed value.
-    pub max: u32,
 }
 
 /// Per-flow controller state (40 bytes). All-zero is a valid (unstarted) state: in the
@@ -964,10 +1012,40 @@ pub fn sender_key(netns_cookie: u64, ifindex: u32) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
     use super::*;
     use crate::testing::Rng;
+    use std::string::ToString;
 
     const P: Params = Params::PAPER;
+
+    #[test]
+    fn the_defaults_are_valid_and_each_in_its_range() {
+        crate::param::assert_consistent(&spec::ALL);
+        assert_eq!(Params::DEFAULT.validate(), Ok(()));
+        assert_eq!(Params::PAPER.validate(), Ok(()));
+    }
+
+    #[test]
+    fn a_range_another_parameter_bounds_is_reported_narrowed() {
+        let e = Params {
+            t_low_us: 600,
+            ..Params::DEFAULT
+        };
+        assert_eq!(
+            e.validate().unwrap_err().to_string(),
+            "t_high_us=500: out of range [601, 10000000]"
+        );
+        let e = Params {
+            max_rate_mbps: 1000,
+            delta_kbps: 1_000_001,
+            ..Params::DEFAULT
+        };
+        assert_eq!(
+            e.validate().unwrap_err().to_string(),
+            "delta_kbps=1000001: out of range [1, 1000000]"
+        );
+    }
 
     fn warmed(variant: Variant, rate: u64, rtt: u32) -> Timely {
         let mut t = Timely::new(&P, rate);
