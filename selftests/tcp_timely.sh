@@ -159,7 +159,9 @@ diag "option refused: sources '$(ss_sources "$out/ss.refused")', $(cat "$out/sam
 # connection (SYN_SENT: nothing need answer; TCP_CONGESTION there runs init, with the
 # route's device).
 cat > "$out/start_rate.py" <<'PY'
-import os, socket, struct, sys, time
+import os, socket, sys, time
+sys.path.insert(0, os.environ["TOOLS_LIB"])
+import tcpinfo
 host, port, opt = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 syn = opt == ["--syn"]
 go = opt and not syn
@@ -186,7 +188,7 @@ for attempt in range(5 if go else 1):
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"timely")
     if not syn:
         time.sleep(0.05)
-    rate = struct.unpack_from("Q", s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232), 104)[0] * 8
+    rate = tcpinfo.get(s, ("pacing_rate",))["pacing_rate"] * 8
     if not C or rate < C:
         break
 print(rate)
