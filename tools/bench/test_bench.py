@@ -12,9 +12,11 @@ import re
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report  # noqa: E402
+import run  # noqa: E402
 import theory  # noqa: E402
 from common import Paths, load_scenarios  # noqa: E402
 
@@ -180,6 +182,38 @@ class Layout(Bench):
         self.assertNotIn("Old incast4.", text)
         self.assertIn("Intro.\n\n## Contents", text)
         self.assertLess(text.index("### calibration"), text.index("### incast4"))
+
+
+class Runs(Bench):
+    """run.py's scheduling, each boot replaced by a fake that writes the run's result."""
+
+    def fake_job(self, raw, job, timely_params, prov):
+        sc, algo, rep, clock = job
+        r = dict(fake_run(sc["name"], algo, rep, flows=4), clock=clock, **prov)
+        out = run.raw_path(raw, sc, algo, rep)
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with open(out, "w") as f:
+            json.dump(r, f)
+        self.jobs.append((sc["name"], algo, rep, clock))
+        return r
+
+    def bench_run(self, names, missing=False):
+        self.jobs = []
+        with mock.patch.object(run, "run_job", self.fake_job), \
+                contextlib.redirect_stdout(io.StringIO()):
+            return run.run(self.paths, names, "simulated", 2, missing)
+
+    def test_every_run_then_only_the_missing(self):
+        self.assertEqual(self.bench_run([]), 0)
+        self.assertEqual(sorted(self.jobs), [("calibration", "cubic", 0, "simulated"),
+                                             ("calibration", "cubic", 1, "simulated"),
+                                             ("incast4", "cubic", 0, "simulated"),
+                                             ("incast4", "timely_patched", 0, "simulated")])
+        with open(os.path.join(self.paths.raw, "meta.json")) as f:
+            self.assertIn("timely_params", json.load(f))
+        os.remove(run.raw_path(self.paths.raw, SCENARIOS["incast4"], "cubic", 0))
+        self.assertEqual(self.bench_run(["incast4"], missing=True), 0)
+        self.assertEqual(self.jobs, [("incast4", "cubic", 0, "simulated")])
 
 
 class Theory(unittest.TestCase):
