@@ -29,9 +29,9 @@
 //! - a new flow starts at the fair share C / (N + 1) ("ECN or Delay", section 4), unless
 //!   `init_rate_mbps` is set; N counts the flows of either variant that had data ACKed in
 //!   the last 32-64 ms in the new flow's network namespace through its output device
-//!   (`timely::recent_senders`); C is `max_rate_mbps` or, with 0 (the default), the link
-//!   speed of its output device where the driver reports one, which a netdevice notifier
-//!   keeps (`LinkSpeeds`), else 10 Gbit/s;
+//!   (`timely::recent_senders`, kept in `timely_senders.rs`); C is `max_rate_mbps` or,
+//!   with 0 (the default), the link speed of its output device where the driver reports
+//!   one, which a netdevice notifier keeps (`timely_link_speeds.rs`), else 10 Gbit/s;
 //! - entering fast recovery or a retransmission timeout halves the rate, once per episode,
 //!   unless the last RTT was below `loss_rtt_us` (T_high by default: below it the delay
 //!   law holds the queue, and a loss is not taken as congestion); but completions that
@@ -45,12 +45,10 @@
 //! `pacing_gain` the source of its RTT samples (1 hardware stamps, 2 software stamps,
 //! 3 the kernel's RTT, 0 none yet).
 
-use kernel::net::netdev::{Event, Notification, Notifier};
 use kernel::net::tcp::cong::{
     AckFlags, AckSample, Algorithm, CaState, Flags, Info, InfoSock, RateSample, Sock,
 };
 use kernel::prelude::*;
-use kernel::sync::barrier::{smp_mb, Read, Write};
 use kernel::sync::SetOnce;
 
 #[path = "delay_source.rs"]
@@ -61,7 +59,10 @@ mod delay_source;
 mod kunit_cpu_cost;
 #[path = "module_params.rs"]
 mod module_params;
-use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
+#[path = "timely_link_speeds.rs"]
+mod timely_link_speeds;
+#[path = "timely_senders.rs"]
+mod timely_senders;
 
 // The pure control laws, shared with the host tests; not every item is used here.
 #[allow(unreachable_pub, dead_code)]
@@ -69,6 +70,8 @@ use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
 mod cc_core;
 
 use cc_core::timely::{self, Completion, LossWindow, Mode, Params, Segmenter, Timely, Variant};
+use timely_link_speeds::{LinkSpeeds, LINKS};
+use timely_senders::SenderSlot;
 
 kernel::module_tcp_cong! {
     algorithms: [TimelyCc<false>, TimelyCc<true>],
@@ -218,204 +221,13 @@ fn read_params() -> Params {
 
 /// The slots of an open-addressed `table` a lookup of `key` visits: `count` of them from
 /// the key's slot on, wrapping around. The slot is a multiplicative hash of the key, so that
-/// consecutive namespace cookies and ifindexes spread over the table.
+/// consecutive namespace cookies and ifindexes spread over the table. Both of TIMELY's
+/// tables use it: the recent senders' and the link speeds'.
 fn probe<T, const N: usize>(table: &[T; N], key: u64, count: usize) -> impl Iterator<Item = &T> {
     // The hash's top bits index the table: a power of two, at least 2 slots.
     const { assert!(N.is_power_of_two() && N > 1) };
     let start = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - N.trailing_zeros())) as usize;
     (0..count.min(N)).map(move |i| &table[(start + i) % N])
-}
-
-/// The flows of either variant that sent recently, per (network namespace, output device):
-/// those a new flow starts at its fair share among (`timely::recent_senders`). A socket
-/// that only receives is never counted: the stack calls no congestion control for its
-/// ACKs. Slots are found by their key's hash, probing [`SENDER_PROBES`] in a row; a slot
-/// whose flows all stopped sending two epochs ago may be taken by another key.
-struct SenderSlot {
-    /// `timely::sender_key()`, 0 while free.
-    key: Atomic<u64>,
-    /// Per epoch parity: `timely::sender_word_add()`'s epoch and count.
-    words: [Atomic<u32>; 2],
-}
-
-/// 4 KB: namespaces times devices with TIMELY senders a host may have. A key that finds no
-/// slot within its probes is not counted (its new flows start at C).
-const SENDER_SLOTS: usize = 256;
-const SENDER_PROBES: usize = 16;
-
-static SENDERS: [SenderSlot; SENDER_SLOTS] = [const {
-    SenderSlot {
-        key: Atomic::new(0),
-        words: [Atomic::new(0), Atomic::new(0)],
-    }
-}; SENDER_SLOTS];
-
-impl SenderSlot {
-    fn words(&self) -> [u32; 2] {
-        [self.words[0].load(Relaxed), self.words[1].load(Relaxed)]
-    }
-
-    /// The slot of `key`, taking a free or stale one if `claim` (a flow about to count
-    /// itself) and none has it yet.
-    fn find(key: u64, epoch: u32, claim: bool) -> Option<&'static SenderSlot> {
-        let slots = || probe(&SENDERS, key, SENDER_PROBES);
-        if let Some(slot) = slots().find(|slot| slot.key.load(Relaxed) == key) {
-            return Some(slot);
-        }
-        if !claim {
-            return None;
-        }
-        slots().find(|slot| {
-            let old = slot.key.load(Relaxed);
-            let free = old == 0 || timely::recent_senders(slot.words(), epoch) == 0;
-            // Taken from under us by another key: probe on.
-            free && slot.key.cmpxchg(old, key, Relaxed).is_ok()
-        })
-    }
-
-    /// Counts one more flow in `epoch`.
-    fn count(&self, epoch: u32) {
-        let word = &self.words[(epoch & 1) as usize];
-        let mut old = word.load(Relaxed);
-        while let Err(now) = word.cmpxchg(old, timely::sender_word_add(old, epoch), Relaxed) {
-            old = now;
-        }
-    }
-}
-
-/// The link speed of the devices TIMELY flows may leave through, per (network namespace,
-/// ifindex), as the netdevice notifier last read it ([`LinkSpeeds`]): `init` runs in
-/// softirq for a passive open, where the driver's speed (ethtool, under RTNL) cannot be
-/// read. Written by one writer at a time (the notifier, under RTNL), read locklessly: each
-/// slot is a sequence-counted pair of words. Open addressing from the key's hash: a lookup
-/// stops at a slot never used; a forgotten device leaves a tombstone that a new one reuses.
-/// A device that does not fit leaves its flows at the default C.
-struct LinkTable([LinkSlot; LINK_SLOTS]);
-
-struct LinkSlot {
-    /// Odd while the slot is being written.
-    seq: Atomic<u32>,
-    /// `net_cookie` of the device's namespace; [`SLOT_NEVER_USED`] or [`SLOT_FORGOTTEN`].
-    netns: Atomic<u64>,
-    /// The ifindex (high 32 bits) and link speed in Mbit/s (low 32 bits).
-    dev: Atomic<u64>,
-}
-
-/// 6 KB: devices with a known link speed a host may have.
-const LINK_SLOTS: usize = 256;
-/// Namespace cookies count from 1 at boot; these two are never reached.
-const SLOT_NEVER_USED: u64 = 0;
-const SLOT_FORGOTTEN: u64 = u64::MAX;
-
-static LINKS: LinkTable = LinkTable::new();
-
-impl LinkSlot {
-    /// Writes the slot; the caller excludes other writers.
-    fn write(&self, netns: u64, dev: u64) {
-        let seq = self.seq.load(Relaxed);
-        self.seq.store(seq.wrapping_add(1), Relaxed);
-        smp_mb(Write);
-        self.netns.store(netns, Relaxed);
-        self.dev.store(dev, Relaxed);
-        self.seq.store(seq.wrapping_add(2), Release);
-    }
-
-    /// A consistent `(netns, dev)` of the slot, retried while a writer is at it; `None` if
-    /// it never was consistent.
-    fn read(&self) -> Option<(u64, u64)> {
-        (0..4).find_map(|_| {
-            let seq = self.seq.load(Acquire);
-            let words = (self.netns.load(Relaxed), self.dev.load(Relaxed));
-            smp_mb(Read);
-            (seq & 1 == 0 && self.seq.load(Relaxed) == seq).then_some(words)
-        })
-    }
-}
-
-impl LinkTable {
-    const fn new() -> Self {
-        LinkTable(
-            [const {
-                LinkSlot {
-                    seq: Atomic::new(0),
-                    netns: Atomic::new(SLOT_NEVER_USED),
-                    dev: Atomic::new(0),
-                }
-            }; LINK_SLOTS],
-        )
-    }
-
-    /// Slot order for a device: from its hash on, around the table once.
-    fn probe(&self, netns: u64, ifindex: u32) -> impl Iterator<Item = &LinkSlot> {
-        let key = netns ^ (u64::from(ifindex) << 32 | u64::from(ifindex));
-        probe(&self.0, key, LINK_SLOTS)
-    }
-
-    /// The known link speed of device `ifindex` of namespace `netns`. A slot a writer holds
-    /// throughout the retries is passed over: a slot being written never becomes a
-    /// never-used one, so only a device in that very slot can be missed (it is being
-    /// brought up or down meanwhile; the flow takes the default C).
-    fn speed_mbps(&self, netns: u64, ifindex: u32) -> Option<u32> {
-        for slot in self.probe(netns, ifindex) {
-            let Some(words) = slot.read() else {
-                continue;
-            };
-            match words {
-                (SLOT_NEVER_USED, _) => return None,
-                (n, dev) if n == netns && (dev >> 32) as u32 == ifindex => return Some(dev as u32),
-                _ => {}
-            }
-        }
-        None
-    }
-
-    /// Records device `ifindex` of `netns` at `speed_mbps`, or forgets it (`None`). Only
-    /// from the notifier (RTNL serialises its calls), or on a table no notifier writes.
-    fn set_speed(&self, netns: u64, ifindex: u32, speed_mbps: Option<u32>) {
-        let dev_word = |speed: u32| (u64::from(ifindex) << 32) | u64::from(speed);
-        // The one writer's own plain reads are consistent.
-        let mut free = None;
-        let mut own = None;
-        for slot in self.probe(netns, ifindex) {
-            let n = slot.netns.load(Relaxed);
-            if n == netns && (slot.dev.load(Relaxed) >> 32) as u32 == ifindex {
-                own = Some(slot);
-                break;
-            }
-            if n == SLOT_FORGOTTEN || n == SLOT_NEVER_USED {
-                free = free.or(Some(slot));
-            }
-            if n == SLOT_NEVER_USED {
-                break;
-            }
-        }
-        match (own, speed_mbps) {
-            (Some(slot), Some(speed)) => slot.write(netns, dev_word(speed)),
-            (Some(slot), None) => slot.write(SLOT_FORGOTTEN, 0),
-            (None, Some(speed)) => {
-                if let Some(slot) = free {
-                    slot.write(netns, dev_word(speed));
-                }
-            }
-            (None, None) => {}
-        }
-    }
-}
-
-/// Keeps [`LINKS`] up to date: a device's speed is read when it comes up and when its
-/// state changes (a carrier change, as a NIC that renegotiates its speed makes), and
-/// forgotten when it goes down or away. A speed changed without either (ethtool on a
-/// device whose carrier stays up, as tun's) is seen at the next one.
-struct LinkSpeeds;
-
-impl Notifier for LinkSpeeds {
-    fn notify(n: &Notification<'_>) {
-        let speed = match n.event() {
-            Event::Up | Event::Change => n.link_speed_mbps(),
-            Event::Down | Event::Unregister => None,
-        };
-        LINKS.set_speed(n.netns_cookie(), n.ifindex(), speed);
-    }
 }
 
 /// A flow's C: `max_rate_mbps`, or its output device's link speed where known.
@@ -615,8 +427,11 @@ fn check_params() -> Result {
 #[kunit_tests(rust_timely)]
 mod tests {
     use super::*;
+    use crate::timely_link_speeds::{LinkTable, LINK_SLOTS, SLOT_NEVER_USED};
+    use crate::timely_senders::SENDERS;
     use cc_core::sample::SampleSource;
     use kernel::net::tcp::cong::{testing::TestSocket, DelaySample, DelaySource, Pacing};
+    use kernel::sync::atomic::Relaxed;
 
     const MSS: u32 = 1448;
     /// ACKs of one 16 KB segment: 12 packets.
