@@ -81,6 +81,8 @@ kernel::module_tcp_cong! {
     authors: ["rfl-tcp-cc developers"],
     description: "TIMELY and patched TIMELY congestion control",
     license: "GPL",
+    // The kernel autoloads an algorithm NAME as module tcp_NAME; timely_patched lives here.
+    alias: ["tcp_timely_patched"],
     params: {
         t_low_us: u32 {
             default: crate::cc_core::timely::spec::T_LOW_US.default,

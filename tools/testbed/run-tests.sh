@@ -153,6 +153,12 @@ for m in "${MODULES[@]}"; do
 	[ -z "$own" ] || selftest "$(basename "$own" .sh)" "$own" "$ko" $params
 done
 
+# Installed but not loaded: every algorithm autoloaded by a route's congctl (under RTNL), the
+# sysctl and setsockopt(TCP_CONGESTION), each within a bound that ends a hang.
+autoload_args=()
+for m in "${MODULES[@]}"; do autoload_args+=("$(field "$m" 1):$(field "$m" 2 | tr ' ' ',')"); done
+selftest cc_autoload selftests/tcp_cc_autoload.sh "${autoload_args[@]}"
+
 # Every algorithm at once under load: ss -ti / TCP_CC_INFO in tight loops while sockets switch
 # TCP_CONGESTION back and forth, open and close; the modules must unload cleanly after.
 stress_args=()
