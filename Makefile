@@ -93,7 +93,8 @@ bench: setup modules
 	tools/bench/bench.py report
 
 # checkpatch runs outside any git work tree: inside one it reads the series as plain files.
-# The cover letter (0000-*) is not a patch; patches/series lists the ones that are.
+# The cover letters (patches/*/0000-*) are not patches; tools/series.sh list names the ones
+# that are, every series' in the order they apply.
 check:
 	cd rust/core && cargo fmt --check && cargo clippy -q --all-targets -- -D warnings
 	rustfmt --check --edition 2021 --config-path $(KDIR)/.rustfmt.toml rust/*.rs
@@ -102,8 +103,8 @@ check:
 		echo "error: panics above: use assert!(a != b) in KUnit tests, return errors"; exit 1; fi
 	@$(KDIR_SWITCH)
 	touch rust/*.rs && $(KMAKE) M=$(CURDIR) RUSTFLAGS_MODULE="$(MODULE_RUSTFLAGS)" CLIPPY=1 modules
-	cd /tmp && $(KDIR)/scripts/checkpatch.pl --no-tree --quiet --ignore FILE_PATH_CHANGES \
-		$(addprefix $(CURDIR)/patches/,$(shell grep -v '^#' $(CURDIR)/patches/series))
+	list=$$(tools/series.sh list) && cd /tmp && $(KDIR)/scripts/checkpatch.pl --no-tree --quiet \
+		--ignore FILE_PATH_CHANGES $$(printf '$(CURDIR)/patches/%s\n' $$list)
 
 # No kernel needed: tools/fuzz.sh installs cargo-fuzz (tools/testbed/setup.sh cargo-fuzz) if missing.
 fuzz:

@@ -88,18 +88,24 @@ fetch_source() {
 # reverts the old series and applies the new one in place, so make
 # rebuilds only what the changed patches touch.
 series_key() {
-	{ echo "$KERNEL_DEB_VERSION"; cat "$PROJECT_ROOT/patches/series";
-	  for p in $(series_list); do cat "$PROJECT_ROOT/patches/$p"; done
+	local list p
+	list=$(series_list) || return 1
+	{ echo "$KERNEL_DEB_VERSION"; echo "$list";
+	  for p in $list; do cat "$PROJECT_ROOT/patches/$p"; done
 	  cat "$PROJECT_ROOT/tools/testbed/kernel.config"
 	  # Other flavours: their fragment and toolchain too (the normal key is unchanged).
 	  if [ "$KERNEL_FLAVOR" != normal ]; then
 		echo "$KERNEL_FLAVOR ${KERNEL_MAKE_ARGS[*]}"; cat "${CONFIG_FRAGMENTS[@]:1}"
 	  fi; } | sha256sum | cut -c1-16
 }
-series_list() { grep -v '^\s*\(#\|$\)' "$PROJECT_ROOT/patches/series"; }
+# Every patch in the order they apply, as paths under ROOT (default patches/): the series
+# that patches/series names, each one's patches from its own series file (tools/series.sh).
+series_list() { "$PROJECT_ROOT/tools/series.sh" list "$@"; }
 
 prepare_tree() {
 	local src=$CACHE_DIR/pristine/linux-source-$KERNEL_SERIES applied=$KERNEL_TREE/.rfl-applied
+	local list old p
+	list=$(series_list) || die "cannot list the patch series (patches/series)"
 	if [ ! -f "$KERNEL_TREE/.rfl-tree-complete" ]; then
 		step "creating build tree $KERNEL_TREE"
 		rm -rf "$KERNEL_TREE"
@@ -108,26 +114,33 @@ prepare_tree() {
 		touch "$KERNEL_TREE/.rfl-tree-complete"
 	fi
 	if [ -d "$applied" ]; then
-		if cmp -s "$applied/series" "$PROJECT_ROOT/patches/series" &&
-		   diff -q -r -x series "$applied" "$PROJECT_ROOT/patches" >/dev/null 2>&1; then
+		# A copy of the patches/ that was applied; tools/series.sh list reads its layout
+		# too when it is the flat one of before the split into series (one patches/series
+		# of patch files).
+		old=$(series_list "$applied") \
+			|| die "cannot read the applied series in $applied: delete $KERNEL_TREE and rerun setup"
+		if [ "$old" = "$list" ] &&
+		   (for p in $list; do cmp -s "$applied/$p" "$PROJECT_ROOT/patches/$p" || exit 1; done); then
 			return
 		fi
 		step "reverting the previously applied patch series"
 		# Files the new series leaves as they were get their old mtime back below, so
 		# that make rebuilds only what the changed patches touch (reverting and
 		# reapplying rewrites every file of the series).
-		(cd "$KERNEL_TREE" && cat "$applied"/*.patch "$PROJECT_ROOT"/patches/*.patch |
+		(cd "$KERNEL_TREE" &&
+			{ for p in $old; do cat "$applied/$p"; done
+			  for p in $list; do cat "$PROJECT_ROOT/patches/$p"; done; } |
 			sed -n 's|^+++ b/||p' | sort -u | while read -r f; do
 				[ -f "$f" ] && printf '%s %s\t%s\n' "$(sha256sum < "$f" | cut -c1-64)" \
 					"$(stat -c %y "$f")" "$f"
 			done) > "$KERNEL_TREE/.rfl-mtimes"
-		for p in $(tac "$applied/series" | grep -v '^\s*\(#\|$\)'); do
+		for p in $(echo "$old" | tac); do
 			patch -d "$KERNEL_TREE" -p1 -R -s -f < "$applied/$p" \
 				|| die "cannot revert $p from $KERNEL_TREE: delete $KERNEL_TREE and rerun setup"
 		done
 		rm -rf "$applied"
 	fi
-	for p in $(series_list); do
+	for p in $list; do
 		step "applying patches/$p"
 		patch -d "$KERNEL_TREE" -p1 -s -f -N --dry-run < "$PROJECT_ROOT/patches/$p" >/dev/null \
 			|| die "patches/$p does not apply to linux $KERNEL_DEB_VERSION: rebase it (see README, 'Changing the patches')"
@@ -146,7 +159,7 @@ prepare_tree() {
 		step "$kept files unchanged by the new series keep their build time"
 	fi
 	mkdir -p "$applied"
-	cp "$PROJECT_ROOT"/patches/* "$applied/"
+	cp -R "$PROJECT_ROOT/patches/." "$applied/"
 }
 
 # Lines of the config fragments that the final .config does not carry (of an option set in
