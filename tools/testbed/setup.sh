@@ -7,9 +7,21 @@
 set -euo pipefail
 source "$(dirname "$0")/config.sh"
 
+# Everything from Debian 12's own archive (bookworm, bookworm-updates, bookworm-security): a bare
+# install with only sudo, git, ca-certificates and make (to clone over https and run make) has
+# all the README's commands need after this (`make bare-debian-check` checks it in a chroot,
+# tools/testbed/bare-debian.sh). The Rust toolchain is the -web one of bookworm-security, one
+# version throughout (1.96): rustc, its core/alloc source, clippy, cargo (bindgen-cli and
+# cargo-fuzz are built with it, and `make check` runs cargo fmt/clippy) and rustfmt. Each of
+# these packages Conflicts: with Debian's older rustc, cargo, rustfmt, ... and with Debian's
+# rustup package (trixie on; not in bookworm), none of which this installs over: install_deps
+# stops and names them. A rustup toolchain (~/.cargo/bin, not a Debian package) does not
+# conflict, and when it is first on PATH its cargo is used.
 DEBIAN_PACKAGES=(
 	rustc-web rust-web-src rust-web-clippy libclang-19-dev  # matched rustc, core/alloc source, clippy; bindgen's libclang
+	cargo-web rustfmt-web                              # cargo and rustfmt of the same release
 	build-essential flex bison bc libelf-dev libssl-dev cpio python3 rsync curl xz-utils
+	ca-certificates                                    # https: crates.io for cargo, curl
 	kmod iproute2 iperf3 ethtool iputils-ping procps util-linux
 	qemu-system-x86 python3-matplotlib                 # matplotlib: the bench report's plots
 	python3-scapy                                      # scapy: the scripted TCP peer of the packet-level tests
@@ -29,21 +41,40 @@ install_deps() {
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 	done
 	if [ ${#missing[@]} -eq 0 ]; then step "Debian packages: all present"; return; fi
+	# Debian's other Rust packages that the -web ones conflict with: apt would remove them
+	# (and what depends on them); say so and stop instead (apt-get --no-remove below, too).
+	local conflicting=() c
+	for c in rustc cargo rustfmt rust-src rust-clippy rustup rustc-mozilla cargo-mozilla rust-mozilla-src; do
+		dpkg-query -W -f='${Status}' "$c" 2>/dev/null | grep -q 'install ok installed' && conflicting+=("$c")
+	done
+	[ ${#conflicting[@]} -eq 0 ] || die "Debian packages ${conflicting[*]} conflict with the toolchain this project uses (rustc-web, cargo-web, rustfmt-web, ... of bookworm-security): remove them first (sudo apt-get remove ${conflicting[*]}); a rustup toolchain in ~/.cargo/bin can stay"
 	step "installing Debian packages: ${missing[*]}"
 	sudo_maybe apt-get update -qq || die "apt-get update failed: check the network and /etc/apt/sources.list"
-	DEBIAN_FRONTEND=noninteractive sudo_maybe apt-get install -y -qq "${missing[@]}" >/dev/null \
-		|| die "apt-get install ${missing[*]} failed: see the apt output above"
+	DEBIAN_FRONTEND=noninteractive sudo_maybe apt-get install -y -qq --no-remove "${missing[@]}" >/dev/null \
+		|| die "apt-get install ${missing[*]} failed: see the apt output above (the -web toolchain packages come from bookworm-security: is it in /etc/apt/sources.list*?)"
 	[ -x "$RUSTC" ] || die "$RUSTC missing after installing rustc-web"
 	[ -d "$RUST_LIB_SRC" ] || die "$RUST_LIB_SRC missing after installing rust-web-src"
+	[ -x /usr/bin/cargo ] && [ -x /usr/bin/rustfmt ] || die "/usr/bin/cargo or /usr/bin/rustfmt missing after installing cargo-web and rustfmt-web"
+}
+
+# The cargo that builds bindgen-cli and cargo-fuzz: the first on PATH if it runs (a rustup
+# toolchain's, as on CI's machine; rustup's shim without a toolchain does not), else Debian's
+# (cargo-web). Either builds with $RUSTC, Debian's rustc (config.sh exports RUSTC). Elsewhere
+# the scripts and the Makefile call plain `cargo`, which is Debian's when no other is on PATH.
+find_cargo() {
+	local c
+	if c=$(command -v cargo) && "$c" --version >/dev/null 2>&1; then echo "$c"; return; fi
+	[ -x /usr/bin/cargo ] || die "cargo not found: run 'tools/testbed/setup.sh deps' (Debian's cargo-web)"
+	echo /usr/bin/cargo
 }
 
 install_bindgen() {
 	if [ -x "$BINDGEN" ] && "$BINDGEN" --version 2>/dev/null | grep -q " $BINDGEN_VERSION"; then
 		step "bindgen $BINDGEN_VERSION: present"; return
 	fi
-	command -v cargo >/dev/null || die "cargo not found: install Rust (rustup) first"
-	step "installing bindgen-cli $BINDGEN_VERSION from crates.io (about 2 minutes)"
-	cargo install --locked --root "$CACHE_DIR/bindgen" --version "$BINDGEN_VERSION" bindgen-cli \
+	local cargo; cargo=$(find_cargo)
+	step "installing bindgen-cli $BINDGEN_VERSION from crates.io with $cargo (about 2 minutes)"
+	"$cargo" install --locked --root "$CACHE_DIR/bindgen" --version "$BINDGEN_VERSION" bindgen-cli \
 		|| die "cargo install bindgen-cli@$BINDGEN_VERSION failed"
 }
 
@@ -54,9 +85,9 @@ install_cargo_fuzz() {
 	if [ -x "$bin" ] && "$bin" --version 2>/dev/null | grep -q " $CARGO_FUZZ_VERSION"; then
 		step "cargo-fuzz $CARGO_FUZZ_VERSION: present"; return
 	fi
-	command -v cargo >/dev/null || die "cargo not found: install Rust (rustup) first"
-	step "installing cargo-fuzz $CARGO_FUZZ_VERSION from crates.io (about a minute)"
-	cargo install --locked --root "$CACHE_DIR/cargo-fuzz" --version "$CARGO_FUZZ_VERSION" cargo-fuzz \
+	local cargo; cargo=$(find_cargo)
+	step "installing cargo-fuzz $CARGO_FUZZ_VERSION from crates.io with $cargo (about a minute)"
+	"$cargo" install --locked --root "$CACHE_DIR/cargo-fuzz" --version "$CARGO_FUZZ_VERSION" cargo-fuzz \
 		|| die "cargo install cargo-fuzz@$CARGO_FUZZ_VERSION failed"
 }
 
