@@ -235,8 +235,8 @@ rejects() {
 	[ ! -d "/sys/module/$mod" ] || { echo "$*: module left loaded"; return 1; }
 }
 # rejects_param MODULE.ko NAME PARAM=VALUE...: rejects, the log naming parameter NAME and
-# its allowed range ("invalid parameter NAME=VALUE: allowed range MIN..=MAX").
-rejects_param() { rejects "$1" "invalid parameter $2=.*allowed range" "${@:3}"; }
+# its allowed range, as the modules say it: "NAME=VALUE: out of range [MIN, MAX]".
+rejects_param() { rejects "$1" "$2=[^ ]*: out of range \[" "${@:3}"; }
 
 # dmesg_clean: the kernel log has no warning, BUG, Oops, sanitizer, lockdep, refcount or
 # out-of-memory report (prints the lines that are).

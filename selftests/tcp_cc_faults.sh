@@ -154,8 +154,8 @@ done
 
 # ---------------------------------------------------------------- 4. invalid parameters
 # out_of_range MODULE.ko NAME VALUE MIN MAX: insmod NAME=VALUE fails, the kernel log says
-# "invalid parameter NAME=VALUE: allowed range MIN..=MAX", and nothing stays registered.
-out_of_range() { rejects "$1" "invalid parameter $2=$3: allowed range $4\.\.=$5" "$2=$3"; }
+# "NAME=VALUE: out of range [MIN, MAX]", and nothing stays registered.
+out_of_range() { rejects "$1" "$2=$3: out of range \[$4, $5]" "$2=$3"; }
 params_rejected() { # MODULE.ko: every table row of the module, below min and above max
 	local ko=$1 mod listed table row m name min max note tried=0 bad=0 log
 	mod=$(modname "$ko")

@@ -44,9 +44,9 @@ BYTES=300000
 ktap_plan 44
 dmesg -C
 
-check "rejects levels=16" rejects "$ko" "invalid parameter levels=16" levels=16
+check "rejects levels=16" rejects_param "$ko" levels levels=16
 check "rejects a cumulative list that does not grow" rejects "$ko" "invalid levels: level 2 ends at 40" level_factor=1
-check "rejects dscp_map=2" rejects "$ko" "invalid parameter dscp_map=2" dscp_map=2
+check "rejects dscp_map=2" rejects_param "$ko" dscp_map dscp_map=2
 if [ $# -gt 0 ]; then
 	parse_module_args "$@" || { echo "usage: tcp_rc3.sh RC3.ko [MODULE.ko [PARAM=VALUE...]]..."; exit 1; }
 	for i in "${!kos[@]}"; do
