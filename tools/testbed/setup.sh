@@ -31,7 +31,7 @@ DEBIAN_PACKAGES=(
 
 # The config fragments merged over defconfig, in order.
 CONFIG_FRAGMENTS=("$PROJECT_ROOT/tools/testbed/kernel.config")
-[ "$KERNEL_FLAVOR" = normal ] || CONFIG_FRAGMENTS+=("$PROJECT_ROOT/tools/kernel-$KERNEL_FLAVOR.config")
+[ "$KERNEL_FLAVOR" = normal ] || CONFIG_FRAGMENTS+=("$PROJECT_ROOT/tools/testbed/kernel-$KERNEL_FLAVOR.config")
 
 sudo_maybe() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
