@@ -130,6 +130,14 @@ const SILENT_ROUNDS: u8 = 4;
 
 struct DxCc;
 
+/// tcp:tcp_cong_decision's `what` at a round's end: slow start goes on, slow start ends
+/// (Eq. 1 sets cwnd and ssthresh), Eq. 1 sets them in congestion avoidance, or no increase
+/// for an application-limited flow.
+const TRACE_SLOW_START: u32 = 0;
+const TRACE_SLOW_START_END: u32 = 1;
+const TRACE_EQ1: u32 = 2;
+const TRACE_APP_LIMITED: u32 = 3;
+
 /// Published words, read by `get_info` without the socket lock.
 const INFO_MIN_RTT_NS: usize = 0;
 const INFO_Q_NS: usize = 1;
@@ -217,12 +225,16 @@ impl Algorithm for DxCc {
                 st.hw_silent_rounds.saturating_add(1)
             };
             st.round_hw = false;
+            // tcp:tcp_cong_decision's code (docs/dx.md).
+            let mut what = TRACE_SLOW_START;
             if sk.in_slow_start() {
                 if st.dx.exit_slow_start(&p) {
+                    what = TRACE_SLOW_START_END;
                     sk.set_cwnd(next);
                     sk.set_ssthresh(next);
                 }
             } else if next < cwnd || sk.is_cwnd_limited() {
+                what = TRACE_EQ1;
                 // An application-limited flow gets no increase, as with Reno.
                 let next = next.min(sk.cwnd_clamp());
                 sk.set_cwnd(next);
@@ -230,7 +242,16 @@ impl Algorithm for DxCc {
                 // below the threshold left by slow start would be slow-started straight
                 // back, pinning each flow at the window it had when slow start ended.
                 sk.set_ssthresh(next);
+            } else {
+                what = TRACE_APP_LIMITED;
             }
+            let q_ns = u64::from(st.dx.last_q_ns());
+            let inputs = [q_ns, u64::from(st.dx.min_rtt_ns()), u64::from(cwnd)];
+            sk.trace_decision(
+                what,
+                inputs,
+                [u64::from(sk.cwnd()), u64::from(sk.ssthresh())],
+            );
             Self::publish(sk, st);
         }
         if sk.in_slow_start() && sk.is_cwnd_limited() {

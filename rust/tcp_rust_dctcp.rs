@@ -67,13 +67,26 @@ kernel::module_tcp_cong! {
     },
 }
 
+/// tcp:tcp_cong_decision's `what` for an alpha update, at the end of an observation window.
+const TRACE_ALPHA: u32 = 1;
+
 /// `in_ack_event` at the end of an observation window: alpha, PLB, the published state.
 #[cold]
 #[inline(never)]
 fn end_of_window(sk: &mut Sock<'_>, st: &mut State) {
+    let alpha_before = st.cc.alpha;
     let Some(window) = st.cc.on_ack(shift_g(), &counters(sk)) else {
         return;
     };
+    // tcp:tcp_cong_decision (docs/dctcp.md): the window's packets, marked ones, alpha before;
+    // alpha after, cwnd.
+    let inputs = [
+        window.delivered_pkts,
+        window.delivered_ce_pkts,
+        alpha_before,
+    ];
+    let outputs = [u64::from(st.cc.alpha), u64::from(sk.cwnd())];
+    sk.trace_decision(TRACE_ALPHA, inputs.map(u64::from), outputs);
     // `alpha` smooths over many windows; PLB reacts to each window's own ratio.
     if let Some(ratio) = window.plb_ce_ratio() {
         sk.plb_update_state(&mut st.plb, ratio);

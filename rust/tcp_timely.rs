@@ -358,10 +358,23 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
         // The kernel's RTT, not where it may include the receiver's delayed-ACK wait; the
         // segmenter takes it only while the delay-stamp option gives no network RTT.
         let rtt_us = timely::usable_rtt_us(rs.rtt_us, rs.is_ack_delayed);
-        if let Some(c) = st.seg.on_ack(&p, sk.now_us(), acked_bytes, rtt_us) {
+        let rate_before_bps = st.cc.rate_bps;
+        let completion = st.seg.on_ack(&p, sk.now_us(), acked_bytes, rtt_us);
+        if let Some(c) = completion {
             Self::complete(st, &p, c, rs.is_app_limited, sk.mss());
         }
         Self::apply(sk, st, &p);
+        if let Some(c) = completion {
+            // tcp:tcp_cong_decision, per completion (docs/timely.md): the mode of the
+            // update; RTT, gradient (signed), rate before; rate after, cwnd cap.
+            let gradient_ppm = i64::from(st.cc.gradient_ppm) as u64;
+            let inputs = [u64::from(c.rtt_us), gradient_ppm, rate_before_bps];
+            sk.trace_decision(
+                u32::from(st.cc.mode),
+                inputs,
+                [st.cc.rate_bps, u64::from(sk.cwnd())],
+            );
+        }
     }
 
     fn pkts_acked(sk: &mut Sock<'_>, st: &mut State, sample: &AckSample) {

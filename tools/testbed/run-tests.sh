@@ -153,6 +153,17 @@ for m in "${MODULES[@]}"; do
 	[ -z "$own" ] || selftest "$(basename "$own" .sh)" "$own" "$ko" $params
 done
 
+# The tcp:tcp_cong_decision tracepoint through tracefs: each controller's decisions, with
+# its name and the flow's addresses, over a short flow (docs/timely.md, dx.md, dctcp.md).
+trace_args=()
+for m in "${MODULES[@]}"; do
+	case " $(field "$m" 2) " in *" timely "*|*" dx "*|*" rust_dctcp "*)
+		# shellcheck disable=SC2206 # parameters are PARAM=VALUE words
+		trace_args+=("$(field "$m" 1)" $(field "$m" 4)) ;;
+	esac
+done
+selftest cc_trace selftests/tcp_cc_trace.sh "${trace_args[@]}"
+
 # Installed but not loaded: every algorithm autoloaded by a route's congctl (under RTNL), the
 # sysctl and setsockopt(TCP_CONGESTION), each within a bound that ends a hang.
 autoload_args=()
