@@ -12,6 +12,9 @@ mkdir -p /run/netns
 ip link set lo up
 hostname rfl-guest 2>/dev/null
 
+# The console is up: uml-run.sh --interactive starts feeding piped input now (input that
+# arrives earlier in boot can go unread).
+: > "$RFL_RUNDIR/console-ready"
 bash "$RFL_RUNDIR/job.sh"
 echo $? > "$RFL_RUNDIR/status"
 # Debug flavour: look for the kernel checkers' reports (KASAN, lockdep, kmemleak, ...).

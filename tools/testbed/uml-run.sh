@@ -3,7 +3,11 @@
 # command inside it as init, stream the console, and exit with the command's status.
 #
 #   tools/testbed/uml-run.sh [--timeout SEC] [--time-travel] [--mem SIZE] [--kunit GLOB]
-#                    [--log FILE] [--no-debug-checks] -- COMMAND [ARGS...]
+#                    [--log FILE] [--no-debug-checks] [--interactive] -- COMMAND [ARGS...]
+#
+# --interactive: the guest's console reads this script's standard input (con0=fd:0,fd:1)
+# instead of nothing, and writes straight to its standard output (and --log, if given), as
+# `make shell` needs; UML puts a terminal in raw mode, and its settings are restored after.
 #
 # The kernel is the flavour's (KERNEL_FLAVOR=normal|debug, see tools/testbed/config.sh). On the debug
 # flavour, after COMMAND the guest runs tools/testbed/guest-debug-checks.sh (kmemleak scan, kernel
@@ -20,7 +24,7 @@ source "$(dirname "$0")/config.sh"
 # The comment above, as usage.
 usage() { sed -n '2,/^set -euo/{/^#/{s/^# \{0,1\}//;p}}' "$0"; }
 
-timeout_s=600 time_travel=0 mem=1G kunit_glob="" log="" debug_checks=0
+timeout_s=600 time_travel=0 mem=1G kunit_glob="" log="" debug_checks=0 interactive=0
 [ "$KERNEL_FLAVOR" = normal ] || debug_checks=1
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -30,6 +34,7 @@ while [ $# -gt 0 ]; do
 	--kunit) kunit_glob=$2; shift 2 ;;
 	--log) log=$2; shift 2 ;;
 	--no-debug-checks) debug_checks=0; shift ;;
+	--interactive) interactive=1; shift ;;
 	-h|--help) usage; exit 0 ;;
 	--) shift; break ;;
 	-*) die "unknown option $1 (tools/testbed/uml-run.sh --help)" ;;
@@ -43,14 +48,16 @@ kernel=${RFL_UML_KERNEL:-$KERNEL_TREE/linux}
 [ -x "$kernel" ] || die "no UML kernel at $kernel: run 'make setup' first"
 
 rundir=$(mktemp -d "${TMPDIR:-/tmp}/uml-run.XXXXXX")
-uml_pid=""
+uml_pid="" tty_state="" feed_pid=""
 cleanup() {
 	if [ -n "$uml_pid" ] && kill -0 "$uml_pid" 2>/dev/null; then
 		kill -KILL -- "-$uml_pid" 2>/dev/null || true
 	fi
 	# UML forks helper processes that may outlive the main one: end the whole group.
 	[ -n "$uml_pid" ] && pkill -KILL -g "$uml_pid" 2>/dev/null || true
+	[ -z "$feed_pid" ] || kill "$feed_pid" 2>/dev/null || true
 	rm -rf "$rundir"
+	[ -z "$tty_state" ] || stty "$tty_state" 2>/dev/null || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -60,9 +67,11 @@ trap 'exit 130' INT TERM
 	printf 'exec'; printf ' %q' "$@"; echo
 } > "$rundir/job.sh"
 
+con0=null,fd:1
+[ "$interactive" = 0 ] || con0=fd:0,fd:1
 args=(mem="$mem" rootfstype=hostfs rootflags=/ rw
       init="$PROJECT_ROOT/tools/testbed/guest-init.sh" uml_dir="$rundir"
-      con=null con0=null,fd:1 quiet loglevel=4
+      con=null con0=$con0 quiet loglevel=4
       RFL_RUNDIR="$rundir")
 [ "$time_travel" = 1 ] && args+=(time-travel=inf-cpu)
 if [ -n "$kunit_glob" ]; then args+=(kunit.enable=1 "kunit.filter_glob=$kunit_glob"); fi
@@ -72,7 +81,31 @@ if [ -n "$kunit_glob" ]; then args+=(kunit.enable=1 "kunit.filter_glob=$kunit_gl
 
 out=${log:-$rundir/console.log}
 # setsid: UML and its helpers get their own process group, which cleanup() kills.
-setsid "$kernel" "${args[@]}" </dev/null > >(tee "$out") 2>&1 &
+if [ "$interactive" = 1 ]; then
+	input=/dev/stdin
+	if [ -t 0 ]; then
+		tty_state=$(stty -g)
+	else
+		# Not a terminal (a pipe, a file): at its end UML would hang up the console, and
+		# the guest's output would stop; and input that arrives early in boot can go unread.
+		# Feed it through a FIFO that stays open, once the guest's init says the console is
+		# up (guest-init.sh), ending with ^D (end of input for the shell at a line's start).
+		input=$rundir/stdin
+		mkfifo "$input"
+		{
+			until [ -e "$rundir/console-ready" ]; do sleep 0.1; done
+			cat; printf '\004'; exec sleep "$timeout_s"
+		} <&0 > "$input" &
+		feed_pid=$!
+	fi
+	if [ -n "$log" ]; then
+		setsid "$kernel" "${args[@]}" < "$input" > >(tee "$out") 2>&1 &
+	else
+		setsid "$kernel" "${args[@]}" < "$input" &
+	fi
+else
+	setsid "$kernel" "${args[@]}" </dev/null > >(tee "$out") 2>&1 &
+fi
 uml_pid=$!
 deadline=$((SECONDS + timeout_s))
 while kill -0 "$uml_pid" 2>/dev/null; do
