@@ -1,14 +1,19 @@
 # SPDX-License-Identifier: GPL-2.0
 #
+# rfl-tcp-cc: TCP congestion control modules in Rust-for-Linux, built and tested in a User-mode
+# Linux kernel this project builds (README.md; docs/ for the rest).
+#
+#   make demo     setup, build, boot, and compare our controllers with cubic, dctcp and bbr
+#   make test     every test: host tests, KUnit in UML, netns selftests in UML (docs/testing.md)
+#   make shell    a root shell in the UML guest with the modules built and the test network up
 #   make setup    install dependencies, fetch + patch + build the UML test kernel (cached)
 #   make          build the Rust congestion control modules against it
-#   make demo     setup, build, boot, and compare our controllers with cubic and dctcp
-#   make test     every test: host cargo tests, KUnit in UML, netns selftests in UML
 #   make test-debug   the same on the debug kernel (KASAN, lockdep, UBSAN, kmemleak, ...);
 #                 any target takes KERNEL_FLAVOR=debug (default normal);
 #                 make test-debug-short: its shortened form, which CI runs
-#   make bench    the scenario matrix on simulated time, then results/BENCH.md
-#   make check    rustfmt, clippy (CLIPPY=1) and checkpatch on the patch series
+#   make bench    the scenario matrix on simulated time, then results/BENCH.md (docs/bench.md)
+#   make check    docs-check, rustfmt, clippy (CLIPPY=1) and checkpatch on the patch series
+#   make docs-check   every path, section and make target README.md and docs/ name exists
 #   make fuzz     fuzz every target of the pure core FUZZ_SECONDS each (rust/core/fuzz);
 #                 make fuzz-smoke: FUZZ_SMOKE_SECONDS each; make fuzz-cmin: refresh the
 #                 kept corpus; FUZZ_TARGETS="timely reno" for some targets only
@@ -54,7 +59,7 @@ FUZZ_SMOKE_SECONDS ?= 5
 FUZZ_TARGETS ?=
 
 .PHONY: all modules setup demo test check bench clean fuzz fuzz-smoke fuzz-cmin setup-debug test-debug \
-	test-debug-short
+	test-debug-short shell docs-check
 all: modules
 
 modules:
@@ -70,6 +75,17 @@ demo: setup modules
 
 test: setup modules
 	tools/testbed/run-tests.sh
+
+# An interactive root shell in the guest (normal clock), the selftests' dumbbell up
+# (tools/testbed/shell.sh; SHELL_NET="RATE_MBIT DELAY_US QUEUE_PKTS [ECN_K_PKTS]", default
+# make demo's 100 Mbit/s, 500 us, 100 packets); the guest powers off when the shell exits.
+SHELL_TIMEOUT ?= 86400
+SHELL_NET ?=
+shell: setup modules
+	tools/testbed/uml-run.sh --interactive --timeout $(SHELL_TIMEOUT) -- bash tools/testbed/shell.sh $(SHELL_NET)
+
+docs-check:
+	tools/check-docs.py
 
 # The debug flavour: its own cached tree ($(CACHE_DIR)/linux-7.3-debug), same tests, and
 # every guest's dmesg and kmemleak checked for kernel reports (tools/testbed/guest-debug-checks.sh).
@@ -96,6 +112,7 @@ bench: setup modules
 # The cover letters (patches/*/0000-*) are not patches; tools/series.sh list names the ones
 # that are, every series' in the order they apply.
 check:
+	tools/check-docs.py
 	cd rust/core && cargo fmt --check && cargo clippy -q --all-targets -- -D warnings
 	rustfmt --check --edition 2021 --config-path $(KDIR)/.rustfmt.toml rust/*.rs
 	@# In the kernel a panic ends the machine; #[kunit_tests] maps only assert! and assert_eq!.
