@@ -73,6 +73,10 @@ ns_cleanup() {
 # above K, packets that cannot be marked are queued (NON_ECT "queue", the default) or
 # dropped ("drop"). DELAY_US of one-way delay on the reverse path (srv->rtr), so the base
 # RTT is DELAY_US plus stack time.
+# The delay-stamp option is off by default (net.ipv4.tcp_delay_stamps=0): cli and srv opt
+# in (1: answer it, and offer it where the control asks, as dx and TIMELY do), as the
+# administrator of a host running those controls must; DUMBBELL_DEFAULTS=1 leaves both at
+# the kernel's defaults (tcp_wire_defaults.sh).
 setup_dumbbell() {
 	local rate=$1 delay_us=$2 queue=$3 ecn_k=${4:-} mtu=${5:-1500} non_ect=${6:-queue} ns dev nd
 	ns_cleanup
@@ -101,6 +105,11 @@ setup_dumbbell() {
 	ip -n $NS_SRV route add default via 10.10.2.1
 	ip netns exec $NS_RTR sysctl -qw net.ipv4.ip_forward=1
 	for ns in $NS_CLI $NS_SRV; do ip netns exec $ns sysctl -qw net.ipv4.tcp_ecn=1; done
+	if [ "${DUMBBELL_DEFAULTS:-0}" != 1 ]; then
+		for ns in $NS_CLI $NS_SRV; do
+			ip netns exec $ns sysctl -qw net.ipv4.tcp_delay_stamps=1 || return 1
+		done
+	fi
 
 	# One frame of the MTU (1514 bytes at 1500); the shaper's burst holds two of them.
 	local frame=$((mtu + 14)) burst=3000
@@ -261,6 +270,11 @@ parse_module_args() {
 	done
 	[ ${#kos[@]} -gt 0 ]
 }
+
+# rc3_allow_netns [0|1]: whether namespaces other than the initial one may turn RC3's
+# low-priority loop on (net.ipv4.tcp_rc3_netns_allowed, off by default; the initial
+# namespace's administrator's choice), 1 unless told.
+rc3_allow_netns() { sysctl -qw net.ipv4.tcp_rc3_netns_allowed="${1:-1}"; }
 
 # tcpext NS NAME...: the TcpExt counters NAME... of namespace NS, one a line (0 for one
 # the kernel does not have). The selftests' and the bench's (netbench.py) reader of

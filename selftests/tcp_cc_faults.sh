@@ -416,6 +416,7 @@ rc3_outcome() { json "$out/rc3.$1.json" "d['outcome']"; }
 if [ -n "$rc3_ko" ]; then
 	rc3_mod=$(modname "$rc3_ko")
 	wmem_before=$(ip netns exec $NS_CLI sysctl -n net.ipv4.tcp_wmem)
+	rc3_allow_netns 1  # cli is not the initial namespace
 	ip netns exec $NS_CLI sysctl -qw net.ipv4.tcp_rc3=1 net.ipv4.tcp_wmem="4096 4194304 8388608"
 
 	# 6a. The policy module loaded and unloaded while RC3 flows run: a background loop
@@ -514,6 +515,7 @@ if [ -n "$rc3_ko" ]; then
 	diag "rc3 flows: $(json "$out/rc3.flows.json" "f\"{d['connected']} flows for {d['seconds']} s; bytes acked per flow min {d['bytes_min']} median {d['bytes_median']}, {d['retransmits']} retransmits, longest wait for an ACK {d['stall_max_s']} s\""); $rc3_flow_sent packets at low priority"
 	check "rmmod $rc3_mod" rmmod_retry "$rc3_mod"
 	ip netns exec $NS_CLI sysctl -qw net.ipv4.tcp_rc3=0 net.ipv4.tcp_wmem="$wmem_before"
+	rc3_allow_netns 0
 fi
 
 # ---------------------------------------------------------------- 5. unprivileged selection

@@ -84,6 +84,10 @@ ip -n $NS_DUT addr add $DUT_IP/24 dev d0
 peer_mac=$(ip -n $NS_PEER -o link show p0 | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
 ip -n $NS_DUT neigh replace $PEER_IP lladdr "$peer_mac" dev d0 nud permanent
 ip netns exec $NS_DUT sysctl -qw net.ipv4.tcp_ecn=1
+# Both off by default: the DUT's namespace opts in to the delay-stamp option (its controls
+# that ask offer it), and the initial namespace lets it run RC3's loop (TCP_RC3).
+ip netns exec $NS_DUT sysctl -qw net.ipv4.tcp_delay_stamps=1
+rc3_allow_netns 1
 
 ktap_plan $(( ${#controls[@]} * ${#SCENARIOS[@]} + ${#rc3_cases[@]} + 1 ))
 dmesg -C

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # DX and the delay-stamp option, in the UML guest:
 # - invalid module parameters fail the load with a message naming the parameter and range;
-# - dx offers the option and the receiver (any congestion control, sysctl default) answers:
+# - dx offers the option and the receiver (any congestion control) answers, both having
+#   opted in (net.ipv4.tcp_delay_stamps=1, which setup_dumbbell sets; 0 by default):
 #   samples reach dx (TCPDelayStampSample), none is bad, ss shows software stamps (source 2),
 #   and all but a few take the sender's t1 at the device boundary, the time TCP's skb went
 #   to the driver (TCPDelayStampDevTx), not TCP's departure time (one that cannot be moved

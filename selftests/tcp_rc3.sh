@@ -3,7 +3,8 @@
 # RC3's low-priority loop (patches 0011-0015, 0022-0024, rust/tcp_rc3.ko), in the UML guest:
 # - the policy module refuses invalid parameters, naming them;
 # - TCP_RC3 reads back what was set, refuses other values than 0 and 1, and needs
-#   CAP_NET_ADMIN to turn on;
+#   CAP_NET_ADMIN to turn on (and, in cli, net.ipv4.tcp_rc3_netns_allowed, which the test
+#   sets: cli is not the initial namespace);
 # - with net.ipv4.tcp_rc3=1 in the sender's namespace and the policy loaded (levels up to
 #   20, 80 and 320 packets from the tail, DSCP 3, 7, 11), a 300 KB transfer leaves the
 #   sender's prio qdisc (one band per DSCP, u32 filters on the DS field) with packets at
@@ -146,6 +147,9 @@ else:
     s.close()
     print(hashlib.sha256(data).hexdigest(), *info.values())
 PY
+# cli is not the initial namespace: the initial one's administrator allows the loop there
+# (tcp_wire_defaults.sh checks that it is refused without).
+rc3_allow_netns 1
 check "TCP_RC3 set, read back, invalid values refused" ip netns exec $NS_CLI python3 "$out/peer.py" sockopt 0
 # The loop sends outside congestion control: turning it on needs CAP_NET_ADMIN.
 unprivileged_rc3() {

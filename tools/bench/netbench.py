@@ -395,6 +395,8 @@ def run_scenario(sc, algo, log=print, rep=0):
         add_priority_queues("cli", "c0", None, 10000)
         add_priority_queues("rtr", "r1", "1:1", sc["queue_pkts"])
     if rc3:
+        # Off by default outside the initial namespace: the guest's administrator allows it.
+        sh("sysctl -qw net.ipv4.tcp_rc3_netns_allowed=1")
         sh("ip netns exec cli sysctl -qw net.ipv4.tcp_rc3=1")
     if STAMP_ALGOS & set(ccs):
         # iperf3 -C selects the control after connect(), when the SYN has gone: offer the

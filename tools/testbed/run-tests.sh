@@ -200,6 +200,11 @@ selftest rc3 selftests/tcp_rc3.sh rust/tcp_rc3.ko "${stress_args[@]}"
 # emulated hardware clock (DX's accuracy figures).
 selftest tstamp selftests/tcp_tstamp.sh
 
+# What a host nobody configured does on the wire: the delay-stamp option neither answered
+# nor offered, receive timestamping not turned on and off by peers' connections, RC3's loop
+# refused outside the initial namespace unless it allows it.
+selftest wire_defaults selftests/tcp_wire_defaults.sh
+
 # The bench's instruments (netlink sampler, flow-size workload) measure what they claim.
 selftest bench_tools selftests/bench_tools.sh
 
