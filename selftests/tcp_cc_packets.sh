@@ -4,8 +4,12 @@
 # packaged) talks to the guest kernel's TCP, whose sender uses each congestion control in
 # turn, and shapes the ACKs: plain, ECN echoes until CWR, a hole repaired through SACK,
 # an ACK beyond snd_nxt, SACK blocks beyond snd_nxt, malformed or unknown options, the
-# delay-stamp option offered, refused and corrupted, and random options on every ACK
-# (options_fuzz: a seeded grammar over the kernel's option parser, the new option's too).
+# delay-stamp option offered, refused and corrupted, its echoes forged and replayed on
+# duplicate ACKs (delay_replay: only echoes of data an ACK newly acknowledges are samples),
+# and random options on every ACK (options_fuzz: a seeded grammar over the kernel's option
+# parser, the new option's too). md5_syn_full (once) has the kernel listen with a TCP-MD5
+# key and take a signed SYN whose options leave its SYN-ACK no room for the delay-stamp
+# option: the connection must not use it, and nothing WARNs (skipped without TCP_MD5SIG).
 # Each transfer must arrive intact; the kernel must answer the bogus ACK with a challenge
 # ACK and discard the bogus SACK blocks (its MIB counters say so), and stay clean in dmesg.
 # These are the paths the DX and RC3 patches change; the tests fix today's behaviour.
@@ -20,6 +24,8 @@
 # had not sent (rc3_ack_unsent_data) or over the FIN, which the loop never sends
 # (rc3_ack_unsent_fin): these three must draw challenge ACKs and no bump, and the FIN come;
 # TCP may skip only what the peer SACKed.
+# rc3_lp_ack_echo has the peer send low-priority data with t1 first: the kernel's ACKs of it
+# go at that DSCP without the timestamp and must carry no delay-stamp echo either.
 # rc3_sack_beyond_snd_nxt only SACKs the copies and never ACKs past snd_nxt: TCP skips
 # what the blocks cover (TCPRC3SackSkip, patch 0022), only data the peer holds, and never
 # sends it, unless the kernel declared the peer reneging (TCPSACKReneging: this peer's ACK
@@ -32,15 +38,16 @@ source "$(dirname "$0")/lib.sh"
 PEER=$(cd "$(dirname "$0")/.." && pwd)/selftests/helpers/pktpeer.py
 NS_DUT=pkt-dut NS_PEER=pkt-peer DUT_IP=10.10.9.1 PEER_IP=10.10.9.2
 SCENARIOS=(plain ecn_echo sack_hole ack_beyond_snd_nxt sack_beyond_snd_nxt bad_options
-	delay_stamps delay_refused delay_bad options_fuzz)
+	delay_stamps delay_refused delay_bad delay_replay options_fuzz)
 # Controls that offer the delay-stamp option on their SYNs (TCP_CONG_DELAY_STAMPS).
 STAMP_CONTROLS=" dx timely timely_patched "
 RC3_SCENARIOS=(rc3_bump rc3_ack_mid_skb rc3_ack_beyond_write_seq rc3_ack_unsent_data
-	rc3_ack_unsent_fin rc3_sack_beyond_snd_nxt)
+	rc3_ack_unsent_fin rc3_sack_beyond_snd_nxt rc3_lp_ack_echo)
 # Bumped packets reach every control's ACK processing (kept from its counts): rc3_bump runs
 # over each. The others test tcp_ack()'s checks and the bump's walk, before any control
 # sees the ACK: cubic is enough.
-RC3_EVERY_CONTROL=" rc3_bump "
+# rc3_lp_ack_echo too: only the controls that offer the option have an echo to leave off.
+RC3_EVERY_CONTROL=" rc3_bump rc3_lp_ack_echo "
 
 parse_module_args "$@" || { echo "usage: $0 MODULE.ko [PARAM=VALUE...]..." >&2; exit 4; }
 
@@ -89,7 +96,7 @@ ip netns exec $NS_DUT sysctl -qw net.ipv4.tcp_ecn=1
 ip netns exec $NS_DUT sysctl -qw net.ipv4.tcp_delay_stamps=1
 rc3_allow_netns 1
 
-ktap_plan $(( ${#controls[@]} * ${#SCENARIOS[@]} + ${#rc3_cases[@]} + 1 ))
+ktap_plan $(( ${#controls[@]} * ${#SCENARIOS[@]} + ${#rc3_cases[@]} + 2 ))
 dmesg -C
 # One peer process runs every exchange (scapy's import costs more than an exchange) and
 # checks the MIB counters around each: a challenge ACK for the ACK beyond snd_nxt, a
@@ -104,6 +111,7 @@ add_case() { # CC:SCENARIO, on the next port; OFFER 1 if the control's SYN offer
 for cc in "${controls[@]}"; do
 	for s in "${SCENARIOS[@]}"; do add_case "$cc:$s"; done
 done
+add_case cubic:md5_syn_full
 if [ $rc3 = 1 ]; then
 	for c in "${rc3_cases[@]}"; do add_case "$c"; done
 else
@@ -119,6 +127,8 @@ while IFS=$'\t' read -r kind verdict name fig why; do
 		results=$((results + 1))
 		if [ "$verdict" = ok ]; then
 			ktap_ok "$name"; diag "$name: $fig"
+		elif [ "$verdict" = skip ]; then
+			ktap_skip "$name" "$why"
 		else
 			ktap_not_ok "$name"; diag "$name: $why; $fig"
 		fi ;;

@@ -18,6 +18,9 @@ byte arrived, in order, exactly once.
 `peer` runs one exchange and prints one JSON line: scenario, bytes, digest match, what it
 saw (CWR, segments, retransmissions) and the client's report (tcp_info retransmits, ECN
 state); exit 0 only if the transfer completed intact and the scenario's expectation held.
+md5_syn_full turns the roles round: the kernel under test listens with a TCP-MD5 key for
+the peer, whose signed SYN (MSS, TS, WS, the delay-stamp option, no SACK_PERM) leaves its
+SYN-ACK no room for the option; the connection must then not use it (and nothing WARNs).
 `batch` runs many exchanges in one process (importing scapy takes about 5 s in UML, longer
 than an exchange), reads the namespace under test's TcpExt counters around each, and
 checks them too (OFFER: 1 if the control's SYN must offer the delay-stamp option). Per
@@ -45,7 +48,8 @@ import tcpinfo  # noqa: E402
 SCENARIOS = ("plain", "ecn_echo", "sack_hole", "ack_beyond_snd_nxt", "sack_beyond_snd_nxt",
              "bad_options", "delay_stamps", "delay_refused", "delay_bad", "options_fuzz",
              "rc3_bump", "rc3_ack_mid_skb", "rc3_ack_beyond_write_seq", "rc3_ack_unsent_data",
-             "rc3_ack_unsent_fin", "rc3_sack_beyond_snd_nxt")
+             "rc3_ack_unsent_fin", "rc3_sack_beyond_snd_nxt", "delay_replay", "rc3_lp_ack_echo",
+             "md5_syn_full")
 # RC3 (patches 0012-0014): the client turns TCP_RC3 on; its low-priority copies of the
 # unsent tail carry the policy's DSCP (tcp_rc3.ko's default: 1, Lower-Effort).
 TCP_RC3, RC3_DSCP = 47, 1
@@ -63,6 +67,16 @@ RC3_BUMP_SCENARIOS, RC3_BUMP_RATE = ("rc3_bump", "rc3_ack_mid_skb"), 40000
 # The delay-stamp option (patches/0009): kind 253, RFC 6994 ExID.
 DELAY_KIND, DELAY_EXID = 253, 0xD1A7
 SO_MAX_PACING_RATE = 47
+# delay_replay: the first echo names a t1 never sent (on an ACK of new data); at these data
+# segments the peer first replays its last echo on DELAY_REPLAYS duplicate ACKs, more than
+# the device-boundary path's TCP_DELAY_DEV_MISSES (64) unmatched samples in a row.
+DELAY_REPLAY_AT, DELAY_REPLAYS = (12, 30), 70
+# rc3_lp_ack_echo: before the client sends, the peer sends it PEER_SEGS segments of 100 bytes
+# at RC3's DSCP, with t1 where the option was agreed: the client's ACKs of them go at that
+# DSCP without TSopt, and must carry no echo either.
+PEER_SEGS, PEER_SEG_BYTES = 4, 100
+# md5_syn_full: the listener's TCP-MD5 key for the peer (TCP_MD5SIG), and what it sends.
+TCP_MD5SIG, MD5_KEY, MD5_BYTES = 14, "rfl-tcp-cc-md5", 30000
 
 
 def pattern(n):
@@ -71,8 +85,9 @@ def pattern(n):
     return (block * (n // len(block) + 1))[:n]
 
 
-def transfer(dst, port, cc, nbytes, max_rate, rc3=False):
-    """One connection from the namespace under test: send the pattern, wait for the close."""
+def transfer(dst, port, cc, nbytes, max_rate, rc3=False, recv_first=0):
+    """One connection from the namespace under test: send the pattern, wait for the close.
+    With recv_first, first read that many bytes from the peer."""
     data = pattern(nbytes)
     s = socket.socket()
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
@@ -90,6 +105,12 @@ def transfer(dst, port, cc, nbytes, max_rate, rc3=False):
     s.settimeout(20)
     try:
         s.connect((dst, port))
+        got = 0
+        while got < recv_first:
+            chunk = s.recv(recv_first - got)
+            if not chunk:
+                break
+            got += len(chunk)
         s.sendall(data)
         s.shutdown(socket.SHUT_WR)
         while s.recv(4096):
@@ -100,6 +121,58 @@ def transfer(dst, port, cc, nbytes, max_rate, rc3=False):
                 "options": info["options"], "sha256": hashlib.sha256(data).hexdigest()}
     finally:
         s.close()
+
+
+def md5sig(peer_ip, key):
+    """struct tcp_md5sig for TCP_MD5SIG: the peer's sockaddr_in in a sockaddr_storage, flags,
+    prefix length, key length, ifindex, key[80]."""
+    addr = struct.pack("=H", socket.AF_INET) + struct.pack("!H", 0) + socket.inet_aton(peer_ip)
+    return addr.ljust(128, b"\0") + struct.pack("=BBHi", 0, 0, len(key), 0) + key.ljust(80, b"\0")
+
+
+def serve(max_rate, port, cc, nbytes, peer_ip, key):
+    """md5_syn_full's side in the namespace under test: listen with a TCP-MD5 key for the
+    peer, answering the delay-stamp option (net.ipv4.tcp_delay_stamps 1 for the while), and
+    send the pattern to the one connection. Prints {"listening": true} (or "skip" when the
+    kernel has no TCP-MD5) before it accepts; returns the report."""
+    knob = "/proc/sys/net/ipv4/tcp_delay_stamps"
+    with open(knob) as f:
+        saved = f.read().strip()
+    ls = socket.socket()
+    try:
+        try:
+            ls.setsockopt(socket.IPPROTO_TCP, TCP_MD5SIG, md5sig(peer_ip, key.encode()))
+        except OSError as e:
+            print(json.dumps({"skip": f"no TCP-MD5 in this kernel (TCP_MD5SIG: {e.strerror})"}),
+                  flush=True)
+            return None
+        with open(knob, "w") as f:
+            f.write("1")
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+        ls.bind(("0.0.0.0", port))
+        ls.listen(1)
+        ls.settimeout(20)
+        print(json.dumps({"listening": True}), flush=True)
+        c, _ = ls.accept()
+        data = pattern(nbytes)
+        try:
+            c.settimeout(20)
+            c.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, max_rate)
+            c.sendall(data)
+            c.shutdown(socket.SHUT_WR)
+            while c.recv(4096):
+                pass
+            info = tcpinfo.get(c, ("total_retrans", "options"))
+            cc_used = c.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16)
+        finally:
+            c.close()
+        return {"cc": cc_used.rstrip(b"\0").decode(), "total_retrans": info["total_retrans"],
+                "options": info["options"], "sha256": hashlib.sha256(data).hexdigest()}
+    finally:
+        ls.close()
+        with open(knob, "w") as f:
+            f.write(saved)
 
 
 def tcp_options(opts):
@@ -128,17 +201,27 @@ def tcpext():
 
 def client(args):
     """Serve the peer from inside the namespace under test, one request per stdin line:
-    "run PORT CC BYTES RC3 RATE" makes a transfer (TCP_RC3 set to RC3, paced at RATE bytes
-    per second, 0: --max-rate), and reports it with the TcpExt counters read before and
-    after it. Each answer is one JSON line. (One process for every exchange: Python starts
-    slowly in UML.)"""
+    "run PORT CC BYTES RC3 RATE [RECV]" makes a transfer (TCP_RC3 set to RC3, paced at RATE
+    bytes per second, 0: --max-rate; first reading RECV bytes), "serve PORT CC BYTES PEER
+    KEY" accepts one (serve(): a line when it listens, then the report), and each reports
+    it with the TcpExt counters read before and after it. Each answer is one JSON line.
+    (One process for every exchange: Python starts slowly in UML.)"""
     for line in sys.stdin:
         words = line.split()
         try:
-            if len(words) == 6 and words[0] == "run":
+            if len(words) in (6, 7) and words[0] == "run":
                 before = tcpext()
                 reply = transfer(args.dst, int(words[1]), words[2], int(words[3]),
-                                 int(words[5]) or args.max_rate, words[4] == "1")
+                                 int(words[5]) or args.max_rate, words[4] == "1",
+                                 int(words[6]) if len(words) == 7 else 0)
+                after = tcpext()
+                reply["tcpext"] = {k: after[k] - before.get(k, 0) for k in after}
+            elif len(words) == 6 and words[0] == "serve":
+                before = tcpext()
+                reply = serve(args.max_rate, int(words[1]), words[2], int(words[3]), words[4],
+                              words[5])
+                if reply is None:
+                    continue
                 after = tcpext()
                 reply["tcpext"] = {k: after[k] - before.get(k, 0) for k in after}
             else:
@@ -221,6 +304,15 @@ class Peer:
         self.delay_data_opts = 0     # data segments that carried t1
         self.delay_pending = None    # (t1, t2) of the newest in-order segment
         self.delay_echoes = 0        # echoes sent (bad ones in delay_bad)
+        self.delay_forged = 0        # delay_replay: echoes of a t1 never sent (among those)
+        self.delay_replays = 0       # ... and echoes replayed on duplicate ACKs (not among them)
+        self.replay_echo = None      # ... (t1, t2) of the last echo of a t1 the sender sent
+        self.lp_acks = 0             # pure ACKs from the client at a DSCP other than 0
+        self.lp_ack_echoes = 0       # ... with a delay-stamp echo
+        self.peer_data_sent = 0      # rc3_lp_ack_echo: bytes the peer sent to the client
+        self.lport = args.port       # the peer's port (md5_syn_full: its own, it connects)
+        self.md5_key = None          # md5_syn_full: every segment signed with it
+        self.synack = None           # md5_syn_full: what the SYN-ACK's options held
         self.fuzzed_acks = 0         # ACKs whose options were drawn at random (options_fuzz)
         self.fuzz_rng = random.Random(args.seed * 1000003 + args.port)
         self.window = 65535          # the window field of ACKs (scaled by 7 after the SYN)
@@ -251,21 +343,28 @@ class Peer:
             return self.highest_end
         return self.rcv_nxt
 
-    def send(self, flags, options=b"", ece=False, ack=None, window=None):
+    def send(self, flags, options=b"", ece=False, ack=None, window=None, payload=b"", tos=0):
         a = self.args
+        if self.md5_key:
+            # The TCP-MD5 option last, after NOPs that align it (RFC 2385), signed below.
+            options += b"\x01" * (-(len(options) + 18) % 4) + b"\x13\x12" + b"\0" * 16
         dataofs = (20 + len(options)) // 4
         flag_bits = flags | (0x40 if ece else 0)
         ack = self.ack_seq() if ack is None else ack
-        hdr = struct.pack("!HHIIBBHHH", a.port, self.cport, self.snd_nxt & 0xFFFFFFFF,
+        hdr = struct.pack("!HHIIBBHHH", self.lport, self.cport, self.snd_nxt & 0xFFFFFFFF,
                           ack & 0xFFFFFFFF, dataofs << 4, flag_bits,
                           self.window if window is None else window, 0, 0) + options
         pseudo = socket.inet_aton(a.ip) + socket.inet_aton(a.dut_ip) + struct.pack(
-            "!BBH", 0, 6, len(hdr))
-        csum = checksum(pseudo + hdr)
+            "!BBH", 0, 6, len(hdr) + len(payload))
+        if self.md5_key:
+            # Pseudo-header, the fixed header with a zero checksum, the data, the key.
+            digest = hashlib.md5(pseudo + hdr[:20] + payload + self.md5_key).digest()
+            hdr = hdr[:-16] + digest
+        csum = checksum(pseudo + hdr + payload)
         hdr = hdr[:16] + struct.pack("!H", csum) + hdr[18:]
         from scapy.all import Raw
         pkt = self.Ether(src=self.mac, dst=self.dut_mac) / self.IP(
-            src=a.ip, dst=a.dut_ip, proto=6, tos=0) / Raw(load=hdr)
+            src=a.ip, dst=a.dut_ip, proto=6, tos=tos) / Raw(load=hdr + payload)
         self.sock.send(pkt)
 
     def ts_opt(self):
@@ -390,6 +489,13 @@ class Peer:
             # Every other echo in the hardware form: valid too, its t2' unused here.
             hw = time.time_ns() if self.delay_echoes % 2 else None
             return self.delay_echo(t1, t2, hold, hw=hw)
+        if self.args.scenario == "delay_replay":
+            if not self.delay_forged:
+                # A plausible t1 the sender never sent, on the ACK of the data it sent.
+                self.delay_forged = 1
+                return self.delay_echo(t1 - 4096, t2, hold)
+            self.replay_echo = (t1, t2)
+            return self.delay_echo(t1, t2, hold)
         cases = [
             struct.pack("!BBHH", DELAY_KIND, 6, DELAY_EXID, 0) + b"\x01\x01",  # no such length
             self.delay_echo(t1 + (1 << 31), t2, hold),       # t1 the sender never sent
@@ -423,20 +529,48 @@ class Peer:
             opts = ts + self.fuzz_options(40 - len(ts))
             opts = opts[: len(opts) // 4 * 4]
             self.fuzzed_acks += 1
-        opts = opts[:40]
+        opts = opts[:20 if self.md5_key else 40]
         self.send(0x10, opts, ece=self.ece_until_cwr)
+
+    def replay(self):
+        """delay_replay: the last echo again, with its hold grown by the time since, on
+        duplicate ACKs sent while the sender has data in flight (the segment that just
+        came, not yet ACKed): none may give a sample."""
+        t1, t2 = self.replay_echo
+        for _ in range(DELAY_REPLAYS):
+            self.send(0x10, (self.ts_opt() if self.peer_ts else b"") +
+                      self.delay_echo(t1, t2, (time.time_ns() - t2) & 0x7FFFFFFF))
+            self.delay_replays += 1
+
+    def send_peer_data(self):
+        """rc3_lp_ack_echo: PEER_SEGS segments to the client at RC3's DSCP, as its loop
+        sends them (no timestamp, so the receiver takes its slow path, where it notes the
+        DSCP), but with t1 where the option was agreed (an RC3 sender leaves it off; a peer
+        need not): the client ACKs each (quick ACKs) at that DSCP."""
+        for i in range(PEER_SEGS):
+            opts = b""
+            if self.delay_ok:
+                opts += struct.pack("!BBHI", DELAY_KIND, 8, DELAY_EXID,
+                                    (time.time_ns() + i) & 0xFFFFFFFF)
+            self.send(0x18, opts, payload=bytes([0x41 + i]) * PEER_SEG_BYTES, tos=RC3_DSCP << 2)
+            self.snd_nxt = (self.snd_nxt + PEER_SEG_BYTES) & 0xFFFFFFFF
+            self.peer_data_sent += PEER_SEG_BYTES
 
     # -- input -----------------------------------------------------------------------
     def handle(self, ip, tcp_bytes):
         a = self.args
         sport, dport, seq, ack, off, flags = struct.unpack_from("!HHIIBB", tcp_bytes)
-        if dport != a.port:
+        if dport != self.lport:
             return
         doff = (off >> 4) * 4
         opts = tcp_bytes[20:doff]
         payload = tcp_bytes[doff:ip.len - ip.ihl * 4]
         self.parse_ts(opts)
         delay = self.delay_options(opts)
+        if not payload and not flags & 0x07 and ip.tos >> 2:
+            self.lp_acks += 1
+            if 16 in delay or 20 in delay:
+                self.lp_ack_echoes += 1
         if flags & 0x02:  # SYN
             self.cport = sport
             self.irs = seq
@@ -446,8 +580,8 @@ class Peer:
             syn_opts = b"\x02\x04\x05\xb4" + b"\x01\x03\x03\x07" + b"\x04\x02" + \
                 (b"\x08\x0a" + struct.pack("!II", self.ts_val, self.peer_ts) if self.peer_ts else b"\x01\x01")
             self.delay_offered = 4 in delay
-            self.delay_ok = self.delay_offered and a.scenario in ("delay_stamps", "delay_bad",
-                                                                  "options_fuzz")
+            self.delay_ok = self.delay_offered and a.scenario in (
+                "delay_stamps", "delay_bad", "delay_replay", "options_fuzz", "rc3_lp_ack_echo")
             if self.delay_ok:
                 syn_opts += struct.pack("!BBH", DELAY_KIND, 4, DELAY_EXID)
             self.snd_nxt = self.iss
@@ -462,6 +596,9 @@ class Peer:
             return
         if self.rcv_nxt is None:
             return
+        if a.scenario == "rc3_lp_ack_echo" and not self.peer_data_sent and flags & 0x10:
+            # The handshake's ACK: the client reads this before it sends.
+            self.send_peer_data()
         if flags & 0x80:
             self.saw_cwr += 1
             self.ece_until_cwr = False
@@ -542,6 +679,9 @@ class Peer:
     def data(self, seq, payload, lp):
         a = self.args
         end = (seq + len(payload)) & 0xFFFFFFFF
+        if a.scenario == "delay_replay" and self.replay_echo and \
+                self.segments in DELAY_REPLAY_AT:
+            self.replay()
         # Scenario-driven drops and extra ACKs.
         if a.scenario in ("sack_hole", "sack_beyond_snd_nxt", "ack_beyond_snd_nxt") and \
                 self.hole is None and self.segments == 10:
@@ -627,11 +767,120 @@ class Peer:
         finally:
             self.sock.close()
 
-    def exchange(self, dut):
+    def dut_link_mac(self):
+        """The MAC of the namespace under test's interface holding --dut-ip (the peer opens
+        the connection, before that side has sent anything)."""
+        a = self.args
+        out = subprocess.run(["ip", "-n", a.dut_ns, "-j", "addr", "show"], capture_output=True,
+                             text=True, check=True).stdout
+        for link in json.loads(out):
+            if any(i.get("local") == a.dut_ip for i in link.get("addr_info", [])):
+                return link["address"]
+        raise RuntimeError(f"no interface with {a.dut_ip} in {a.dut_ns}")
+
+    @staticmethod
+    def warnings():
+        out = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
+        return sum(1 for ln in out.splitlines() if "WARNING:" in ln)
+
+    def md5_exchange(self, dut):
+        """md5_syn_full: open a connection to the kernel under test, which listens with a
+        TCP-MD5 key for this peer, with a signed SYN whose options take 40 bytes: MSS, the
+        delay-stamp option, TS, WS, MD5, no SACK_PERM (beside MD5 the listener keeps TS only
+        without SACK). Its SYN-ACK has MSS 4, WS 4, TS 12 and MD5 20: no room for the
+        option, so it must not carry it, and the connection must not use it after (no t1 on
+        its data), without a WARN. Then receive its data, every segment signed."""
         a = self.args
         from scapy.all import Ether
+        warned = self.warnings()
+        dut.request(f"serve {a.port} {a.cc} {MD5_BYTES} {a.ip} {MD5_KEY}")
+        first = dut.reply(15) or {"error": "client silent"}
+        if "skip" in first:
+            return {"ok": False, "skip": first["skip"], "delay_offered": False,
+                    "client": {}}
+        if "listening" not in first:
+            return {"ok": False, "client": first, "delay_offered": False}
+        self.md5_key = MD5_KEY.encode()
+        self.cport, self.lport = a.port, 20000 + a.port
+        self.dut_mac = self.dut_link_mac()
+        syn = b"\x02\x04\x05\xb4" + struct.pack("!BBH", DELAY_KIND, 4, DELAY_EXID) + \
+            b"\x08\x0a" + struct.pack("!II", self.ts_val, 0) + b"\x03\x03\x07"
+        deadline = time.time() + a.timeout
+        fd = self.sock.fileno()
+        report = None
+        syn_sent = 0
+        while not self.done and time.time() < deadline:
+            if self.synack is None and time.time() - syn_sent > 1:
+                self.snd_nxt = self.iss
+                self.send(0x02, syn, window=65535)  # again after a second without SYN-ACK
+                self.snd_nxt = (self.iss + 1) & 0xFFFFFFFF
+                syn_sent = time.time()
+            r, _, _ = select.select([fd, dut], [], [], 0.05)
+            if dut in r:
+                report = dut.reply(0) or {"error": "client closed"}
+                break
+            if not r:
+                continue
+            raw = self.sock.recv()
+            if raw is None or not raw.haslayer(self.IP):
+                continue
+            ip = raw[self.IP]
+            if ip.src != a.dut_ip or ip.dst != a.ip or ip.proto != 6:
+                continue
+            tcp_bytes = bytes(ip.payload)
+            dport, seq, flags = struct.unpack_from("!2xHI5xB", tcp_bytes)
+            if dport != self.lport:
+                continue
+            if flags & 0x12 == 0x12:
+                if self.synack is None:
+                    opts = tcp_bytes[20:(tcp_bytes[12] >> 4) * 4]
+                    kinds = {k: n for k, _, n in tcp_options(opts)}
+                    self.synack = {"delay": 4 in self.delay_options(opts),
+                                   "md5": kinds.get(19) == 18, "ts": 8 in kinds,
+                                   "ws": 3 in kinds, "sack_perm": 4 in kinds}
+                    self.parse_ts(opts)
+                    self.irs = seq
+                    self.rcv_nxt = self.highest_end = (seq + 1) & 0xFFFFFFFF
+                self.ack()
+                continue
+            if self.synack is not None:
+                self.handle(ip, tcp_bytes)
+        if report is None:
+            report = dut.reply(deadline + 25 - time.time()) or {"error": "client silent"}
+        want = pattern(MD5_BYTES)
+        why = []
+        if self.synack is None:
+            why.append("no SYN-ACK")
+        elif not self.synack["md5"] or not self.synack["ts"] or not self.synack["ws"]:
+            why.append(f"the SYN-ACK's options were not MD5, TS and WS: {self.synack}")
+        elif self.synack["delay"]:
+            why.append("the SYN-ACK carried the delay-stamp option with MD5, TS and WS")
+        if self.delay_data_opts:
+            why.append(f"{self.delay_data_opts} of {self.segments} data segments carried t1 "
+                       "though the SYN-ACK did not answer the option")
+        warned = self.warnings() - warned
+        if warned:
+            why.append(f"{warned} WARNING lines in dmesg")
+        result = {
+            "scenario": a.scenario, "cc": a.cc, "bytes_expected": MD5_BYTES,
+            "bytes_received": len(self.received), "intact": bytes(self.received) == want,
+            "segments": self.segments, "retransmissions_seen": self.retransmissions,
+            "client": report, "synack": self.synack, "delay_offered": False,
+            "delay_data_opts": self.delay_data_opts, "why": why,
+        }
+        result["ok"] = result["intact"] and "error" not in report and \
+            report.get("cc") == a.cc and not why
+        return result
+
+    def exchange(self, dut):
+        a = self.args
+        if a.scenario == "md5_syn_full":
+            return self.md5_exchange(dut)
+        from scapy.all import Ether
         rate = RC3_BUMP_RATE if a.scenario in RC3_BUMP_SCENARIOS else 0
-        dut.request(f"run {a.port} {a.cc} {a.bytes} {int(a.scenario.startswith('rc3_'))} {rate}")
+        recv = PEER_SEGS * PEER_SEG_BYTES if a.scenario == "rc3_lp_ack_echo" else 0
+        dut.request(f"run {a.port} {a.cc} {a.bytes} {int(a.scenario.startswith('rc3_'))} {rate}"
+                    f" {recv}")
         deadline = time.time() + a.timeout
         fd = self.sock.fileno()
         report = None
@@ -672,6 +921,8 @@ class Peer:
             "retransmissions_seen": self.retransmissions, "client": report,
             "delay_offered": self.delay_offered, "delay_answered": self.delay_ok,
             "delay_data_opts": self.delay_data_opts, "delay_echoes": self.delay_echoes,
+            "delay_forged": self.delay_forged, "delay_replays": self.delay_replays,
+            "lp_acks": self.lp_acks, "lp_ack_echoes": self.lp_ack_echoes,
             "fuzzed_acks": self.fuzzed_acks,
             "lp_segments": self.lp_segments, "lp_bytes": self.lp_bytes,
             "lp_dscps": sorted(self.lp_dscps), "lp_bad": self.lp_bad,
@@ -724,6 +975,14 @@ class Peer:
         if rc3 and not self.fin_seen:
             why.append("the sender's FIN never came" +
                        (" (the peer closed first)" if self.peer_fin else ""))
+        if a.scenario == "rc3_lp_ack_echo":
+            # The client ACKs the peer's low-priority data at that priority (patch "ACK
+            # low-priority data at its own priority"), with no echo on those ACKs.
+            if not self.lp_acks:
+                why.append("no low-priority ACK of the peer's low-priority data")
+            if self.lp_ack_echoes:
+                why.append(f"{self.lp_ack_echoes} of {self.lp_acks} low-priority ACKs carried "
+                           "a delay-stamp echo")
         if a.scenario == "rc3_ack_unsent_data" and self.hostile_lp_end is not None and \
                 ((self.hostile[0] - self.hostile_lp_end) & 0xFFFFFFFF) not in range(1, 1 << 31):
             why.append("the loop had sent the tail before the ACK: nothing unsent to ACK")
@@ -782,6 +1041,20 @@ def counter_expectations(scenario, delta, offered, want_offer, r):
         elif offered and scenario == "delay_bad":
             if bad <= 0:
                 why.append("no bad option counted")
+        elif offered and scenario == "delay_replay":
+            # Samples only from echoes of data each ACK newly acknowledged; each replay on a
+            # duplicate ACK is counted bad (the forged t1 rides an ACK of new data, where a
+            # retransmission could explain it: dropped, not counted).
+            legit = r.get("delay_echoes", 0) - r.get("delay_forged", 0)
+            replays = r.get("delay_replays", 0)
+            if not replays:
+                why.append("no echo replayed")
+            if samples <= 0 or samples > legit:
+                why.append(f"samples +{samples} from {legit} echoes of new data, "
+                           f"{r.get('delay_forged', 0)} of a t1 never sent and {replays} "
+                           "replayed on duplicate ACKs")
+            if bad < replays:
+                why.append(f"bad +{bad} for {replays} echoes replayed on duplicate ACKs")
         elif samples != 0 or bad != 0:
             why.append(f"samples +{samples} bad +{bad} without the option")
     return why
@@ -806,6 +1079,9 @@ def batch(args):
             r = Peer(a).run(dut)
         except Exception as e:  # one broken exchange must not hide the others' results
             r = {"ok": False, "error": repr(e), "delay_offered": False}
+        if "skip" in r:
+            print(f"RESULT\tskip\t{cc} {scenario}\t-\t{r['skip']}", flush=True)
+            continue
         if "client" not in r or r["client"].get("error") in ("client silent", "client closed"):
             dut.close()  # a stuck or dead client: the next exchange gets a new one
             dut = DutClient(args.dut_ns, args.ip)
@@ -824,6 +1100,12 @@ def batch(args):
             "fuzzed_acks"))
         fig += f" stamps={r.get('delay_answered')}/{r.get('delay_data_opts')}/" \
                f"{r.get('delay_echoes')}"
+        if scenario == "delay_replay":
+            fig += f" forged={r.get('delay_forged')} replayed={r.get('delay_replays')}"
+        if scenario == "rc3_lp_ack_echo":
+            fig += f" lp_acks={r.get('lp_acks')} with_echo={r.get('lp_ack_echoes')}"
+        if scenario == "md5_syn_full":
+            fig += f" synack={r.get('synack')}"
         fig += " challenge+%d sack_discard+%d delay_samples+%d delay_bad+%d" % (
             delta["TCPChallengeACK"] + delta["TCPACKSkippedChallenge"],
             delta["TCPSACKDiscard"], delta["TCPDelayStampSample"], delta["TCPDelayStampBad"])

@@ -43,5 +43,41 @@ class SkippedDataSentAgain(unittest.TestCase):
             "rc3_sack_beyond_snd_nxt", delta, False, False, self.RUN)))
 
 
+class DelayReplay(unittest.TestCase):
+    # 69 echoes, the first of a t1 never sent; 140 replayed on duplicate ACKs.
+    RUN = {"delay_echoes": 69, "delay_forged": 1, "delay_replays": 140}
+
+    def verdict(self, **kw):
+        return pktpeer.counter_expectations("delay_replay", counters(**kw), True, True,
+                                            self.RUN)
+
+    def test_bound_samples_pass(self):
+        self.assertEqual(self.verdict(TCPDelayStampSample=66, TCPDelayStampBad=140), [])
+
+    def test_replayed_samples_fail(self):
+        # What the kernel did before: replays past the device path's misses were samples.
+        self.assertTrue(any("replayed" in w for w in self.verdict(
+            TCPDelayStampSample=80, TCPDelayStampBad=0)))
+
+    def test_uncounted_replays_fail(self):
+        self.assertTrue(any("bad +0" in w for w in self.verdict(TCPDelayStampSample=60)))
+
+    def test_no_samples_fail(self):
+        self.assertNotEqual(self.verdict(TCPDelayStampBad=140), [])
+
+    def test_not_offered_wants_nothing(self):
+        self.assertEqual(pktpeer.counter_expectations("delay_replay", counters(), False, False,
+                                                      {}), [])
+
+
+class Md5Sig(unittest.TestCase):
+    def test_layout(self):
+        b = pktpeer.md5sig("10.10.9.2", b"key")
+        self.assertEqual(len(b), 216)  # sizeof(struct tcp_md5sig)
+        self.assertEqual(b[4:8], bytes([10, 10, 9, 2]))
+        self.assertEqual(b[130:132], (3).to_bytes(2, sys.byteorder))
+        self.assertEqual(b[136:139], b"key")
+
+
 if __name__ == "__main__":
     unittest.main()
