@@ -47,7 +47,7 @@ Try:
   ip netns exec cli iperf3 -c 10.10.2.2 -C timely_patched -t 20 &
   sleep 5; ip netns exec cli ss -ti dst 10.10.2.2
   tc -n rtr -s qdisc show dev r1                   # the bottleneck's queue
-(cli/rtr/srv CMD is short for ip netns exec NS CMD.) The guest runs as root with the
+(cli/rtr/srv CMD is short for ip netns exec NS CMD; more in docs/usage.md.) The guest runs as root with the
 host's / mounted read-write. exit (or Ctrl-D) powers the guest off.
 EOF
 exec setsid -w -c bash --rcfile "$rc" -i
