@@ -46,9 +46,13 @@ MODULE_RUSTFLAGS = -Ccode-model=large -Crelocation-model=static
 # in .kernel-tree.cmd (ignored by git like kbuild's .*.cmd); building against another tree
 # first deletes the module build's outputs (not rust/core/target), so rust/*.ko always
 # match $(KDIR) (no record: built before flavours existed, against the normal tree). One
-# flavour at a time per checkout.
+# flavour at a time per checkout. So does a change of the tree's configuration (seen as a
+# .module-common.o older than its auto.conf): kbuild rebuilt neither that nor the modules'
+# .mod.o, which hold __this_module, and a module whose struct module has the old size fails
+# insmod ("Invalid module format").
 KDIR_STAMP := $(CURDIR)/.kernel-tree.cmd
-KDIR_SWITCH = if [ "$$(cat $(KDIR_STAMP) 2>/dev/null || echo $(CACHE_DIR)/linux-7.3)" != "$(KDIR)" ]; then \
+KDIR_SWITCH = if [ "$$(cat $(KDIR_STAMP) 2>/dev/null || echo $(CACHE_DIR)/linux-7.3)" != "$(KDIR)" ] || \
+		[ .module-common.o -ot $(KDIR)/include/config/auto.conf ]; then \
 	rm -f rust/*.o rust/*.ko rust/*.mod rust/*.mod.c rust/.*.cmd rust/modules.order \
 		.module-common.o ..module-common.o.cmd Module.symvers .Module.symvers.cmd \
 		modules.order .modules.order.cmd; \
