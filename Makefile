@@ -103,8 +103,10 @@ test-debug:
 # paths the newest patches change (RC3; the delay-stamp option's hardware stamps and veth's
 # emulated NIC clock; the netdevice notifier, under lockdep, through tun, veth and an
 # ops-locked dummy in tcp_timely; malformed SACK, ACK and option input from a scripted
-# peer in cc_packets), without the host part, which does not depend on the kernel.
-DEBUG_SHORT_SELFTESTS := rc3 tcp_dx tstamp tcp_timely cc_packets
+# peer in cc_packets; autoload under RTNL and the notifier's work item in cc_autoload; the
+# per-namespace timestamp reference in wire_defaults; the tracepoint in cc_trace), without
+# the host part, which does not depend on the kernel.
+DEBUG_SHORT_SELFTESTS := rc3 tcp_dx tstamp tcp_timely cc_packets cc_autoload wire_defaults cc_trace
 test-debug-short:
 	$(MAKE) test KERNEL_FLAVOR=debug SELFTESTS="$(DEBUG_SHORT_SELFTESTS)" RFL_HOST_TESTS=0
 
