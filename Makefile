@@ -110,6 +110,14 @@ DEBUG_SHORT_SELFTESTS := rc3 tcp_dx tstamp tcp_timely cc_packets cc_autoload wir
 test-debug-short:
 	$(MAKE) test KERNEL_FLAVOR=debug SELFTESTS="$(DEBUG_SHORT_SELFTESTS)" RFL_HOST_TESTS=0
 
+# The README's two commands, make demo then make test, run verbatim by a normal user in a
+# chroot of a bare Debian 12 (mmdebstrap minbase + sudo, git, ca-certificates, make; no Rust),
+# which installs everything else through tools/testbed/setup.sh; the kernel that make setup
+# built here is shared read-only. As root (or through sudo). CI runs it (.ci/run).
+.PHONY: bare-debian-check
+bare-debian-check:
+	tools/testbed/bare-debian.sh
+
 bench: setup modules
 	tools/bench/bench.py run $(SCENARIOS)
 	tools/bench/bench.py report
