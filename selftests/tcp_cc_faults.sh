@@ -288,9 +288,12 @@ every_flow_progressed() {
 	n=$(json "$out/flows.json" "d['no_progress']")
 	errors=$(json "$out/flows.json" "'; '.join(d['errors'][:5])")
 	[ "${n:-1}" = 0 ] && [ -z "$errors" ] && [ "${flows_status:-1}" = 0 ] ||
-		{ echo "${n:-?} flows without a byte acked; errors: ${errors:-none}"; return 1; }
+		{ echo "${n:-?} flows without a byte acked (nor retransmitted); errors: ${errors:-none}"; return 1; }
 }
-check "every flow made progress (bytes acked > 0 each)" every_flow_progressed
+# A flow with nothing acked that retransmits is in backoff (its first segment and each
+# retransmission lost); whether its timer keeps firing is the next check's.
+check "every flow made progress (bytes acked > 0, or retransmitting on its timeout)" every_flow_progressed
+diag "flows with nothing acked, retransmitting (in backoff): $(json "$out/flows.json" "d['backoff_unacked']")"
 # A stall is a flow whose sender gave up: data outstanding at the end, and neither an ACK
 # for more of it nor a retransmission for longer than its own retransmission timeout
 # (backoff included, read from tcp_info) allows. Waiting out timeouts is not a stall (each

@@ -17,6 +17,7 @@ FIELDS = {
     "options": (5, "B"),          # tcpi_options (TCPI_OPT_ECN: 8, ECN negotiated)
     "rto": (8, "I"),              # the retransmission timeout now, backoff included
     "snd_mss": (16, "I"),
+    "last_ack_recv": (56, "I"),   # ms since the last ACK came in
     "rtt": (68, "I"),             # smoothed RTT
     "snd_cwnd": (80, "I"),
     "total_retrans": (100, "I"),
