@@ -20,6 +20,7 @@ The second (used by `make demo`) prints a table.
 """
 import argparse
 import json
+import math
 import os
 import random
 import re
@@ -264,11 +265,32 @@ def wait_until(t0, start):
         time.sleep(delay)
 
 
-def iperf3_seconds(start, stop):
+def iperf3_seconds(start, stop, window=None):
     """iperf3's -t for a flow from start to stop (s). iperf3 reads -t as an integer and
-    truncates ("0.9992" is 0, which means no limit, and "2.98" is 2): whole seconds,
-    rounded, at least one."""
-    return max(1, round(stop - start))
+    truncates ("0.9992" is 0, which means no limit, and "2.98" is 2): whole seconds, at
+    least one, rounded up, so that the flow runs at least until `stop` and covers the
+    measurement window it spans (round() took 2.5 s to 2, half to even: random_loss's
+    flow from 1.5 to 4 s ended at 3.5 s, inside its window of 2.0-3.8 s). A flow that
+    is to leave before `window` ([a, b]) begins is rounded down instead, so that it does
+    not run into it."""
+    dur_s = round(stop - start, 6)  # 1.1 - 0.1 is 1.0000000000000002, not 1
+    n = math.ceil(dur_s)
+    if window is not None and stop <= window[0] < start + n:
+        n = math.floor(dur_s)
+    return max(1, n)
+
+
+def measure_window(sc, flows):
+    """The scenario's measurement window [a, b] (s) for flows [(start_s, stop_s)]: its
+    `measure_s`, else from `warmup_s` after the last start to 0.2 s before the first stop
+    (all flows of the final set active)."""
+    return sc.get("measure_s", [max(a for a, _ in flows) + sc.get("warmup_s", 0.5),
+                                min(b for _, b in flows) - 0.2])
+
+
+class WindowError(ValueError):
+    """A run whose samples do not cover its measurement window: its metrics would leave
+    a flow out."""
 
 
 def add_priority_queues(ns, dev, parent, limit):
@@ -445,9 +467,11 @@ def run_scenario(sc, algo, log=print, rep=0):
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     procs = []
 
+    window = measure_window(sc, flows) if flows else None
+
     def start_flow(i, start, stop):
         wait_until(t0, start)
-        dur = iperf3_seconds(start, stop)
+        dur = iperf3_seconds(start, stop, window)
         tos = ["-S", CLASS_DS_FIELD] if sc.get("class_queues") and mix[i] == 1 else []
         dst = SRV_MIX1 if mix[i] == 1 else SRV
         p = subprocess.Popen(
@@ -546,8 +570,11 @@ def run_scenario(sc, algo, log=print, rep=0):
     elif wrong:
         res["error"] = f"flows used {wrong[0][0]}, not {wrong[0][1]}"
     else:
-        res["ok"] = True
-        res.update(summarize(sc, res))
+        try:
+            res.update(summarize(sc, res))
+            res["ok"] = True
+        except WindowError as e:
+            res["error"] = str(e)
     return res
 
 
@@ -609,6 +636,22 @@ def shares_by_cc(flows, flow_rates):
                             for cc, v in by.items()}}
 
 
+def check_window(flows, series, active, b):
+    """Raises WindowError unless each flow scheduled across the window [a, b] has a
+    connection sampled at b: one that ended early would drop out of the metrics, and
+    the others' throughput and fairness would pass for all of theirs."""
+    for i in sorted(active):
+        conns = [samples for flow, samples in series.values() if flow == i]
+        if any(acked_at(samples, b) is not None for samples in conns):
+            continue
+        last = max((samples[-1][0] for samples in conns), default=None)
+        f = flows[i]
+        raise WindowError(
+            f"flow {i} (scheduled {f['start_s']:g}-{f['stop_s']:g} s) has no sample at the "
+            f"measurement window's end, {b:g} s: "
+            + (f"its last is at {last:g} s" if last is not None else "it has no samples"))
+
+
 def summarize(sc, res):
     """Metrics over the scenario's measurement window (all flows of the final set active)."""
     flows = res["flows"]
@@ -617,14 +660,14 @@ def summarize(sc, res):
     if not flows:
         # A workload alone: its flow-completion times, RTTs and queue over its arrivals.
         return workload_only_summary(sc, res, cap)
-    a, b = sc.get("measure_s", [max(f["start_s"] for f in flows) + sc.get("warmup_s", 0.5),
-                                min(f["stop_s"] for f in flows) - 0.2])
+    a, b = measure_window(sc, [(f["start_s"], f["stop_s"]) for f in flows])
     active = {i for i, f in enumerate(flows) if f["start_s"] <= a and f["stop_s"] >= b}
     if len({(f["start_s"], f["stop_s"]) for f in flows}) == 1 and "measure_s" not in sc:
         # One flow set for the whole run: iperf3's per-stream receiver totals, exact on
         # either clock (on the normal clock samples can be hundreds of ms apart under load).
         flow_rates = list(enumerate(f["mbps"] for f in flows))
     else:
+        check_window(flows, series, active, b)
         flow_rates = flow_window_rates(series, active, a, b)
     rates = [r for _, r in flow_rates]
     rtts = [s["rtt_us"] for s in res["samples"] if s["rtt_us"] and a <= s["t"] <= b]

@@ -9,19 +9,25 @@ in groups, one per question the bench asks: GROUPS below, in their order; a scen
 `group` field (tools/bench/scenarios/*.json) names its group, and within a group the
 scenarios run from fewest flows to most.
 
-results/raw/ is not kept in git, so a report is rewritten in part: the scenarios with
-runs in <raw> get new sections, the others keep theirs (which name their runs' commit),
-and the headline is rewritten only when every scenario it draws on has runs in <raw>.
+The runs come from the archive (results/runs/<scenario>.json.xz, kept in git: every run's
+raw result, samples included), into which the runs in <raw> (not kept in git) are packed
+first, so the report can be derived again from what is committed. Sections of scenarios
+with no archived runs (written before the archive) are kept as they are, and the headline
+is rewritten only when every scenario it draws on has runs.
+
+Every table row names the commit(s) its runs came from, flagged "(pooled)" when several.
+Runs from a tree with uncommitted changes (commit "<hash>-dirty": no commit holds the code
+they ran) are left out, and the report says which and why, unless allow_dirty; then they
+are in, marked "-dirty" with a footnote.
 """
-import glob
-import json
 import os
 import re
 import sys
 from dataclasses import dataclass, field
 
 import theory
-from common import algo_key, config, fmt, load_scenarios, median_range, sorted_runs
+from common import (algo_key, config, fmt, load_archive, load_scenarios, median_range,
+                    pack_runs, sorted_runs)
 
 # The groups of scenarios, in the report's order: the `group` of a scenario's file, the
 # group's heading, and the question its scenarios answer.
@@ -74,6 +80,49 @@ def intro_lines(meta):
             "Seg/(C T_low) and T_high/T_low preserved)."]
 
 
+def dirty_commits(rs):
+    return ", ".join(f"`{c}`" for c in sorted({r["commit"] for r in rs if is_dirty(r)}))
+
+
+PROVENANCE = "Every table row names the commit"
+
+
+def provenance_lines(left_out, included, kept_dirty):
+    """The intro's word on provenance: the runs are in results/runs/ (docs/bench.md says
+    how to derive the tables again), and which scenarios' runs from dirty trees were left
+    out (`left_out`: name -> (dirty runs, all runs)) or included, and which sections,
+    kept from an earlier report, name a dirty commit."""
+    lines = ["", f"{PROVENANCE} its runs came from (several, flagged "
+             "\"pooled\", where a row pools runs of several commits). The runs, raw, are in "
+             "`results/runs/<scenario>.json.xz`; docs/bench.md says how to derive the tables "
+             "again from them."]
+    if left_out:
+        lines += ["", "Left out: runs from trees with uncommitted changes (commit "
+                  "`<hash>-dirty`), as no commit holds the code they ran; "
+                  "`tools/bench/bench.py report --allow-dirty` includes them, marked: "
+                  + "; ".join(f"{name} ({len(d)} of {n} runs, {dirty_commits(d)}"
+                              + (", the section gives the others" if len(d) < n else "") + ")"
+                              for name, (d, n) in sorted(left_out.items())) + "."]
+    if included:
+        lines += ["", "Included by `--allow-dirty`: runs from trees with uncommitted changes, "
+                  "marked `-dirty` in their tables' commit column, in "
+                  + ", ".join(sorted(included)) + "."]
+    if kept_dirty:
+        lines += ["", "Kept as an earlier report wrote them (no runs here to derive them "
+                  "from again), sections whose runs name a dirty commit: "
+                  + ", ".join(sorted(kept_dirty)) + "."]
+    return lines
+
+
+def left_out_section(sc, dirty, n):
+    """The section of a scenario whose every run is from a dirty tree, left out."""
+    out = [sc["description"], ""] if sc.get("description") else []
+    return out + [f"Left out of this report: its {len(dirty)} of {n} runs are from trees "
+                  f"with uncommitted changes ({dirty_commits(dirty)}), whose code no commit "
+                  "holds; `tools/bench/bench.py report --allow-dirty` includes them, marked "
+                  "`-dirty`."]
+
+
 METHOD_LINES = [
     "Every run is a fresh boot of the test kernel. Topology: sender namespace, router "
     "namespace holding the bottleneck (htb at the scenario's rate; drop-tail FIFO, or "
@@ -93,16 +142,43 @@ METHOD_LINES = [
     "until the flows hold >= 90% of capacity with Jain >= 0.9 per 100 ms."]
 
 
-def load_results(raw):
-    """The runs' meta.json and their results, by scenario."""
-    with open(os.path.join(raw, "meta.json")) as f:
-        meta = json.load(f)
-    results = {}
-    for path in sorted(glob.glob(os.path.join(raw, "*", "*.json"))):
-        with open(path) as f:
-            r = json.load(f)
-        results.setdefault(r["scenario"], []).append(r)
+def load_results(paths):
+    """The runs' meta and their results, by scenario, from the archive, once the raw
+    directory's runs are packed into it; each run names its commit and date (those of
+    the meta for runs from before run.py stamped them)."""
+    pack_runs(paths)
+    meta, results = load_archive(paths)
+    if meta is None:
+        sys.exit(f"error: no runs in {paths.raw} or {paths.archive}")
+    for rs in results.values():
+        for r in rs:
+            r.setdefault("commit", meta["commit"])
+            r.setdefault("date", meta["date"])
     return meta, results
+
+
+def is_dirty(r):
+    return r.get("commit", "").endswith("-dirty")
+
+
+def commits(rs):
+    """A row's commit cell: the commit its runs came from, or each of several, pooled."""
+    cs = sorted({r.get("commit", "?") for r in rs})
+    if not cs:
+        return "-"
+    return cs[0] if len(cs) == 1 else " + ".join(cs) + " (pooled)"
+
+
+def commit_notes(rows_runs):
+    """The footnote of a table whose rows drew on these runs (a list per row): what a
+    "-dirty" commit and a pooled row mean, where the table has them."""
+    notes = []
+    if any(is_dirty(r) for rs in rows_runs for r in rs):
+        notes.append("`-dirty`: the run's tree had uncommitted changes, so no commit holds the "
+                     "code it ran (included by `tools/bench/bench.py report --allow-dirty`)")
+    if any(len({r.get("commit") for r in rs}) > 1 for rs in rows_runs):
+        notes.append("pooled: the row's runs came from several commits, whose code may differ")
+    return ["", "Commit: " + "; ".join(notes) + "."] if notes else []
 
 
 # The scenarios the headline's 1 Gbit/s table draws on.
@@ -183,48 +259,62 @@ def headline(results):
                   "otherwise, median of the runs (5 each); the web-search FCT p99 over the "
                   "flows of 5 runs:", "",
                   "| algorithm | " + " | ".join(t for t, _, _, _ in PAPER_SCALE_COLUMNS)
-                  + " | web-search FCT p99, < 100 KB | >= 1 MB |",
-                  "|---|" + "---|" * (len(PAPER_SCALE_COLUMNS) + 2)]
+                  + " | web-search FCT p99, < 100 KB | >= 1 MB | commit |",
+                  "|---|" + "---|" * (len(PAPER_SCALE_COLUMNS) + 3)]
+        rows_runs = []
         for a in paper_algos:
             cells = [cell(name, a + suffix, keys).split(" (")[0]
                      for _, name, suffix, keys in PAPER_SCALE_COLUMNS]
             cells += [fct_p99(a, small, PAPER_SCALE_FCT) for small in (True, False)]
-            lines.append(f"| {a} | " + " | ".join(cells) + " |")
+            rs = [r for _, name, suffix, _ in PAPER_SCALE_COLUMNS for r in runs(name, a + suffix)]
+            rs += runs(PAPER_SCALE_FCT, a)
+            rows_runs.append(rs)
+            lines.append(f"| {a} | " + " | ".join(cells) + f" | {commits(rs)} |")
+        lines += commit_notes(rows_runs)
         lines += ["", "At 1 Gbit/s (200 us base delay, MTU 1500, a 500-packet FIFO, the "
                   "constants scaled by 10; 5 runs each unless stated):", ""]
     present = {r["algo"] for name in HEADLINE_SCENARIOS for r in results.get(name, [])}
     algos = [a for a in sorted(present, key=algo_key) if a.split("+")[0] != "rust_reno"]
     lines += ["| algorithm | 1 flow: util / p99 RTT | 4 flows: util / p99 RTT / Jain "
              "| 16 flows (incast): util / p99 RTT / Jain | 16 -> 2 flows: converge "
-             "| 2nd flow joins: Jain / converge | web-search FCT p99, < 100 KB | >= 1 MB |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| 2nd flow joins: Jain / converge | web-search FCT p99, < 100 KB | >= 1 MB "
+             "| commit |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    rows_runs = []
     for a in algos:
+        rs = [r for name in HEADLINE_SCENARIOS for r in runs(name, a)]
+        rows_runs.append(rs)
         lines.append(f"| {a} | {cell('one_flow', a, ['util_pct', 'rtt_p99_us'])} "
                      f"| {cell('four_flows', a, ['util_pct', 'rtt_p99_us', 'jain'])} "
                      f"| {cell('incast16', a, ['util_pct', 'rtt_p99_us', 'jain'])} "
                      f"| {cell('flows_leaving', a, ['convergence_s'])} "
                      f"| {cell('convergence', a, ['jain', 'convergence_s'])} "
-                     f"| {fct_p99(a, True)} | {fct_p99(a, False)} |")
+                     f"| {fct_p99(a, True)} | {fct_p99(a, False)} | {commits(rs)} |")
+    lines += commit_notes(rows_runs)
     paper = [r for r in results.get("incast16_10g", []) if r.get("ok")]
     if paper:
         lines += ["", "The papers' incast in detail (`incast16_10g`: 16 flows into one "
                   "receiver at 10 Gbit/s; median (min-max) of the runs):", "",
                   "| algorithm | runs | util | p99 RTT us | controller's RTT p50 / p99 us "
-                  "| queue p50 frames | Jain |", "|---|---:|---:|---:|---:|---:|---:|"]
+                  "| queue p50 frames | Jain | commit |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+        rows_runs = []
         for a in sorted({r["algo"] for r in paper}, key=algo_key):
             ok = [r for r in paper if r["algo"] == a]
+            rows_runs.append(ok)
             ctl = (f"{median_range(ok, 'ctl_rtt_p50_us')} / {median_range(ok, 'ctl_rtt_p99_us')}"
                    if any(r.get("ctl_rtt_p50_us") for r in ok) else "-")
             lines.append(f"| {a} | {len(ok)} | {median_range(ok, 'util_pct', '{:.1f}%')} "
                          f"| {median_range(ok, 'rtt_p99_us')} | {ctl} "
                          f"| {median_range(ok, 'queue_p50_pkts')} "
-                         f"| {median_range(ok, 'jain', '{:.3f}')} |")
+                         f"| {median_range(ok, 'jain', '{:.3f}')} | {commits(ok)} |")
+        lines += commit_notes(rows_runs)
     return lines
 
 
 def spread_rows(rs):
-    """For repeated runs: median and (min-max) per algorithm, when the runs differ."""
-    rows = []
+    """For repeated runs: median and (min-max) per algorithm, when the runs differ; and
+    the runs of each row."""
+    rows, rows_runs = [], []
     cell = median_range
 
     for algo in dict.fromkeys(r["algo"] for r in rs):
@@ -236,18 +326,20 @@ def spread_rows(rs):
                     f"{cell(ok, 'util_pct', '{:.1f}%')} | {cell(ok, 'rtt_p50_us')} | "
                     f"{cell(ok, 'rtt_p99_us')} | {cell(ok, 'queue_p50_pkts')} / "
                     f"{cell(ok, 'queue_p99_pkts')} | {cell(ok, 'retransmits')} | "
-                    f"{cell(ok, 'jain', '{:.3f}')} | | | |")
-    return rows
+                    f"{cell(ok, 'jain', '{:.3f}')} | | | | {commits(ok)} |")
+        rows_runs.append(ok)
+    return rows, rows_runs
 
 
 def mix_rows(rs):
     """Mixed runs ("timely_patched/dctcp"): each control's share of the throughput,
     median (min-max) over the runs, and how many of its connections negotiated ECN."""
-    rows = []
+    rows, rows_runs = [], []
     for algo in dict.fromkeys(r["algo"] for r in rs):
         ok = [r for r in rs if r["algo"] == algo and r.get("ok") and r.get("share_by_cc")]
         if not ok:
             continue
+        rows_runs.append(ok)
         ccs = list(dict.fromkeys(cc for r in ok for cc in r["share_by_cc"]))
         shares = []
         for cc in ccs:
@@ -258,14 +350,15 @@ def mix_rows(rs):
         rows.append(f"| {algo} | {len(ok)} | {'; '.join(shares)} "
                     f"| {median_range(ok, 'util_pct', '{:.1f}%')} "
                     f"| {median_range(ok, 'queue_p50_pkts')} "
-                    f"| {median_range(ok, 'retransmits')} |")
+                    f"| {median_range(ok, 'retransmits')} | {commits(ok)} |")
     if not rows:
         return []
     return ["", "Each control's share of the throughput over the measurement window, median "
             "(min-max) over the runs (an even split is 50%), and its connections that "
             "negotiated ECN:", "",
             "| mix | runs | share per control (ECN connections) | util | queue p50 pkts "
-            "| retransmits |", "|---|---:|---|---:|---:|---:|"] + rows
+            "| retransmits | commit |", "|---|---:|---|---:|---:|---:|---|"] + rows \
+        + commit_notes(rows_runs)
 
 
 SOURCE_NAMES = {1: "hardware stamps", 2: "software stamps", 3: "kernel RTT"}
@@ -275,21 +368,23 @@ def ctl_rows(rs):
     """The RTT this project's controllers act on (`ss -ti`'s BBR words, sampled with the
     flows): TIMELY's completion RTT, dx's base RTT plus queuing delay; median (min-max) of
     the runs' p50 and p99, and the sources of the samples."""
-    rows = []
+    rows, rows_runs = [], []
     for algo in dict.fromkeys(r["algo"] for r in rs):
         ok = [r for r in rs if r["algo"] == algo and r.get("ok") and r.get("ctl_rtt_p50_us")]
         if not ok:
             continue
+        rows_runs.append(ok)
         sources = sorted({src for r in ok for src in r.get("ctl_sources", [])})
         rows.append(f"| {algo} | {len(ok)} | {median_range(ok, 'ctl_rtt_p50_us')} "
                     f"| {median_range(ok, 'ctl_rtt_p99_us')} "
-                    f"| {', '.join(SOURCE_NAMES.get(x, str(x)) for x in sources)} |")
+                    f"| {', '.join(SOURCE_NAMES.get(x, str(x)) for x in sources)} "
+                    f"| {commits(ok)} |")
     if not rows:
         return []
     return ["", "The RTT the controller acts on (TIMELY: its completion RTT; dx: base RTT plus "
             "queuing delay), from `ss -ti`'s words, median (min-max) over the runs:", "",
-            "| algorithm | runs | controller RTT p50 us | p99 us | sources |",
-            "|---|---:|---:|---:|---|"] + rows
+            "| algorithm | runs | controller RTT p50 us | p99 us | sources | commit |",
+            "|---|---:|---:|---:|---|---|"] + rows + commit_notes(rows_runs)
 
 
 def stamp_rows(rs):
@@ -300,11 +395,13 @@ def stamp_rows(rs):
         return []
     rows = ["", "Delay samples the sender's congestion control got, per run: of which from "
             "hardware stamps, and software ones with t1 at the device boundary:", "",
-            "| algorithm | run | samples | hardware | device t1 |", "|---|---:|---:|---:|---:|"]
+            "| algorithm | run | samples | hardware | device t1 | commit |",
+            "|---|---:|---:|---:|---:|---|"]
     for r in ok:
         rows.append(f"| {r['algo']} | {r.get('rep', 0)} | {r['stamp_samples']} | "
-                    f"{r['stamp_hw_samples']} | {fmt(r.get('stamp_dev_samples'))} |")
-    return rows
+                    f"{r['stamp_hw_samples']} | {fmt(r.get('stamp_dev_samples'))} "
+                    f"| {commits([r])} |")
+    return rows + commit_notes([[r] for r in ok])
 
 
 # Size classes of the FCT table, as the papers group them.
@@ -319,8 +416,8 @@ def fct_rows(rs):
     rows = ["", "Flow completion times of the workload, in ms, p50 / p99 per size class "
             "(every size: the FCT plot):", "",
             "| algorithm | run | flows done / planned | workload Mbit/s | "
-            + " | ".join(c[0] for c in FCT_CLASSES) + " |",
-            "|---|---:|---:|---:|" + "---:|" * len(FCT_CLASSES)]
+            + " | ".join(c[0] for c in FCT_CLASSES) + " | commit |",
+            "|---|---:|---:|---:|" + "---:|" * len(FCT_CLASSES) + "---|"]
     for r in ok:
         cells = []
         for _, lo, hi in FCT_CLASSES:
@@ -333,8 +430,8 @@ def fct_rows(rs):
         done = r["fct_planned"] - r["fct_unfinished"]
         unfinished = f" ({r['fct_unfinished']} UNFINISHED)" if r["fct_unfinished"] else ""
         rows.append(f"| {r['algo']} | {r.get('rep', 0)} | {done} / {r['fct_planned']}{unfinished} | "
-                    f"{r['fct_mbps']:.0f} | " + " | ".join(cells) + " |")
-    return rows
+                    f"{r['fct_mbps']:.0f} | " + " | ".join(cells) + f" | {commits([r])} |")
+    return rows + commit_notes([[r] for r in ok])
 
 
 def rc3_rows(rs):
@@ -372,15 +469,19 @@ def rc3_rows(rs):
             "without); over bytes: the same with each flow weighted by its size. Large-flow "
             "goodput: mean of size / FCT over flows of 1 MB or more.", "",
             "| control | reps | flows paired | mean FCT ms: without / with RC3 | reduction over "
-            "flows % | reduction over bytes % | large-flow goodput Mbit/s: without / with |",
-            "|---|---:|---:|---:|---:|---:|---:|"]
-    by_size = {}
+            "flows % | reduction over bytes % | large-flow goodput Mbit/s: without / with "
+            "| commit |",
+            "|---|---:|---:|---:|---:|---:|---:|---|"]
+    by_size, by_size_runs, rows_runs = {}, {}, []
     for base, reps in pairs.items():
+        base_runs = []
         n, fct_a, fct_b, red_f, red_b, gp_a, gp_b = [], [], [], [], [], [], []
         for rep, tcp, rc3 in sorted(reps, key=lambda t: t[0]):
             p = paired(tcp, rc3)
             if not p:
                 continue
+            base_runs += [tcp, rc3]
+            by_size_runs.setdefault(base, []).extend([tcp, rc3])
             n.append(len(p))
             ma = sum(x[1] for x in p) / len(p)
             mb = sum(x[2] for x in p) / len(p)
@@ -398,19 +499,23 @@ def rc3_rows(rs):
                 by_size.setdefault((base, size), {}).setdefault(rep, []).append((a, b))
         rows.append(f"| {base} | {len(n)} | {sum(n)} | {spread(med(fct_a), '{:.1f}')} / "
                     f"{spread(med(fct_b), '{:.1f}')} | {spread(med(red_f))} | {spread(med(red_b))} "
-                    f"| {spread(med(gp_a), '{:.0f}')} / {spread(med(gp_b), '{:.0f}')} |")
+                    f"| {spread(med(gp_a), '{:.0f}')} / {spread(med(gp_b), '{:.0f}')} "
+                    f"| {commits(base_runs)} |")
+        rows_runs.append(base_runs)
+    rows += commit_notes(rows_runs)
     rows += ["", "By flow size: mean FCT in ms without / with RC3 and the reduction, "
              "median over repetitions (min to max):", "",
-             "| control | size KB | flows | without | with RC3 | reduction % |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "| control | size KB | flows | without | with RC3 | reduction % | commit |",
+             "|---|---:|---:|---:|---:|---:|---|"]
     for (base, size), reps in sorted(by_size.items()):
         fa = [sum(a for a, _ in v) / len(v) / 1000 for v in reps.values()]
         fb = [sum(b for _, b in v) / len(v) / 1000 for v in reps.values()]
         red = [100 * (1 - b / a) for a, b in zip(fa, fb)]
         flows = sum(len(v) for v in reps.values())
         rows.append(f"| {base} | {size / 1024:g} | {flows} | {spread(med(fa), '{:.1f}')} "
-                    f"| {spread(med(fb), '{:.1f}')} | {spread(med(red))} |")
-    return rows
+                    f"| {spread(med(fb), '{:.1f}')} | {spread(med(red))} "
+                    f"| {commits(by_size_runs[base])} |")
+    return rows + commit_notes([by_size_runs[base] for base, _ in by_size])
 
 
 def calibration_notes(sc, rs):
@@ -453,8 +558,8 @@ def theorem5_rows(sc, rs, params):
             "payload), on the controller's RTT; queue = RTT less the idle RTT:", "",
             "| algorithm | run | N | RTT* predicted us | controller RTT p50 us | "
             "queue predicted / measured us | queue deviation | flows' total rate, min-max "
-            "Mbit/s |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|"]
+            "Mbit/s | commit |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in ok:
         c = theory.theorem5_check(r, rtt_ref, delta_bps, beta, cap_bps)
         dev = "-" if c["queue_dev_pct"] is None else f"{c['queue_dev_pct']:+.1f}%"
@@ -462,7 +567,8 @@ def theorem5_rows(sc, rs, params):
         swing = f"{lo_hi[0]:.0f}-{lo_hi[1]:.0f}" if lo_hi else "-"
         rows.append(f"| {r['algo']} | {r.get('rep', 0)} | {c['n']} | {c['rtt_pred_us']:.0f} | "
                     f"{r['ctl_rtt_p50_us']:.0f} | {c['queue_pred_us']:.0f} / "
-                    f"{c['queue_meas_us']:.0f} | {dev} | {swing} |")
+                    f"{c['queue_meas_us']:.0f} | {dev} | {swing} | {commits([r])} |")
+    rows += commit_notes([[r] for r in ok])
     rows += ["", "At the point the flows' total rate holds still; a range of a tenth of C "
              "or more is a cycle around it, whose median need not be the point (a lone "
              "flow at 1 Gbit/s: the model check's `patched_single_flow_circles_theorem5`)."]
@@ -485,20 +591,22 @@ def scenario_section(sc, rs, meta, plots_dir=None):
     if sc.get("paper"):
         out += [f"Paper: {sc['paper']}", ""]
     out += ["| algorithm | run | Mbit/s | util | RTT p50 us | RTT p99 us | queue p50/p99 pkts "
-            "| retrans | Jain | converge s | idle RTT us | wall s |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "| retrans | Jain | converge s | idle RTT us | wall s | commit |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rs:
         if not r.get("ok"):
             out.append(f"| {r['algo']} | {r.get('rep', 0)} | FAILED: {r.get('error', '?')[:120]} "
-                       "| | | | | | | | | |")
+                       f"| | | | | | | | | | {commits([r])} |")
             continue
         out.append(
             f"| {r['algo']} | {r.get('rep', 0)} | {r['mbps']:.1f} | {r['util_pct']:.1f}% | "
             f"{fmt(r['rtt_p50_us'])} | {fmt(r['rtt_p99_us'])} | "
             f"{fmt(r['queue_p50_pkts'])}/{fmt(r['queue_p99_pkts'])} | {fmt(r['retransmits'])} | "
             f"{fmt(r['jain'], '{:.3f}')} | {fmt(r['convergence_s'], '{:.1f}')} | "
-            f"{fmt(r['idle_rtt_us'])} | {fmt(r.get('wall_s'))} |")
-    out += spread_rows(rs)
+            f"{fmt(r['idle_rtt_us'])} | {fmt(r.get('wall_s'))} | {commits([r])} |")
+    spread, spread_runs = spread_rows(rs)
+    out += spread
+    out += commit_notes([[r] for r in rs] + spread_runs)
     out += mix_rows(rs)
     out += ctl_rows(rs)
     out += theorem5_rows(sc, rs, sc.get("timely_params", meta["timely_params"]))
@@ -628,19 +736,28 @@ def assemble_report(rep, scenarios):
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def write_report(paths, names=(), plots=True):
+def write_report(paths, names=(), plots=True, allow_dirty=False):
     """Rewrites paths.report: the sections of the scenarios named (of every scenario with
-    runs in paths.raw if none) and, when none was named and every scenario the headline
-    draws on has runs there, the intro, headline and method; the rest as it was. Draws
-    the plots into paths.plots unless `plots` is false (then the sections link none).
-    Returns the names of the sections rewritten."""
-    meta, results = load_results(paths.raw)
+    runs if none), the intro and, when none was named and every scenario the headline
+    draws on has runs, the headline and method; the rest as it was. Runs from dirty trees
+    are left out (a scenario with no other runs gets a section that says so) unless
+    `allow_dirty`. Draws the plots into paths.plots unless `plots` is false (then the
+    sections link none). Returns the names of the sections rewritten."""
+    meta, results = load_results(paths)
     scs = {s["name"]: s for s in load_scenarios(paths.scenarios)}
     every = not names
     names = list(names) or sorted(results)
     missing = [n for n in names if n not in results]
     if missing:
-        sys.exit(f"error: no results for {', '.join(missing)} in {paths.raw}")
+        sys.exit(f"error: no results for {', '.join(missing)} in {paths.raw} or {paths.archive}")
+    left_out, included = {}, set()
+    for name, rs in results.items():
+        dirty = [r for r in rs if is_dirty(r)]
+        if dirty and allow_dirty:
+            included.add(name)
+        elif dirty:
+            left_out[name] = (dirty, len(rs))
+            results[name] = [r for r in rs if not is_dirty(r)]
     old = None
     if os.path.exists(paths.report):
         with open(paths.report) as f:
@@ -649,14 +766,34 @@ def write_report(paths, names=(), plots=True):
     if plots:
         os.makedirs(paths.plots, exist_ok=True)
     for name in names:
-        rep.sections[name] = trim(scenario_section(scs.get(name, {"name": name}),
-                                                   sorted_runs(results[name]), meta,
+        sc = scs.get(name, {"name": name})
+        if not results[name]:
+            rep.sections[name] = left_out_section(sc, *left_out[name])
+            continue
+        rep.sections[name] = trim(scenario_section(sc, sorted_runs(results[name]), meta,
                                                    paths.plots if plots else None))
-    absent = [n for n in HEADLINE_SCENARIOS if n not in results]
+        if name in left_out:
+            d, n = left_out[name]
+            rep.sections[name][:0] = [f"Left out: {len(d)} of its {n} runs, from trees with "
+                                      f"uncommitted changes ({dirty_commits(d)}); "
+                                      "`--allow-dirty` includes them.", ""]
+    kept_dirty = [n for n, lines in rep.sections.items() if n not in results
+                  and any(ln.startswith("Scenario file:") and "-dirty`" in ln for ln in lines)]
+    absent = [n for n in HEADLINE_SCENARIOS if not results.get(n)]
     if not rep.headline or (every and not absent):
         rep.intro, rep.headline, rep.method = intro_lines(meta), headline(results), METHOD_LINES
     elif every:
-        print("headline kept: no runs here of " + ", ".join(absent))
+        print("headline kept: no runs here" + (" (from clean trees)" if left_out else "")
+              + " of " + ", ".join(absent))
+    # The word on provenance is always this data's, after the intro's first part.
+    first = [i for i, ln in enumerate(rep.intro) if ln.startswith(PROVENANCE)]
+    rep.intro = trim(rep.intro[:first[0]] if first else rep.intro) \
+        + provenance_lines(left_out, included, kept_dirty)
+    for name, (d, n) in sorted(left_out.items()):
+        print(f"left out: {name}: {len(d)} of {n} runs from dirty trees "
+              f"({dirty_commits(d).replace('`', '')})")
+    if left_out:
+        print("(tools/bench/bench.py report --allow-dirty includes them, marked -dirty)")
     os.makedirs(os.path.dirname(os.path.abspath(paths.report)), exist_ok=True)
     with open(paths.report, "w") as f:
         f.write(assemble_report(rep, scs))

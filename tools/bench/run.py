@@ -2,7 +2,8 @@
 """The bench's runs: each (scenario, algorithm, repetition) in its own boot of the UML test
 kernel (tools/testbed/uml-run.sh), running tools/bench/netbench.py there, scheduled on the
 host's CPUs; the results land in <raw>/<scenario>/<algo>.<rep>.json, with <raw>/meta.json
-naming the commit, kernel and TIMELY parameters."""
+naming the commit, kernel and TIMELY parameters, and are then packed into the scenario's
+archive (results/runs/<scenario>.json.xz, kept in git; common.pack_runs)."""
 import datetime
 import glob
 import json
@@ -11,7 +12,8 @@ import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 
-from common import ROOT, config, fmt, load_scenarios
+from common import (ROOT, archive_path, config, fmt, load_scenarios, pack_runs,
+                    read_archive)
 
 
 def raw_path(raw, sc, algo, rep):
@@ -124,22 +126,51 @@ def run(paths, names, clock, jobs_at_once, missing):
             print(f"[{done}/{len(jobs)}] {r['scenario']} {r['algo']} #{r['rep']} "
                   f"({r['wall_s']:.0f} s wall): {line}", flush=True)
     print(f"{done - failed} runs ok, {failed} failed")
+    packed = pack_runs(paths, sorted({sc["name"] for sc in scs}))
+    if packed:
+        print(f"packed into {os.path.relpath(paths.archive, ROOT)}/: {', '.join(packed)}")
     return 1 if failed else 0
+
+
+def resummarize_run(sc, r):
+    """A successful run's metrics again from its samples; a run whose samples no longer
+    cover the window (a flow without a sample at its end) becomes a failed one."""
+    import netbench
+    try:
+        r.update(netbench.summarize(sc, r))
+    except netbench.WindowError as e:
+        r.update(ok=False, error=str(e))
+        print(f"{sc['name']} {r['algo']} #{r.get('rep', 0)}: FAILED: {e}")
 
 
 def resummarize(paths, names):
     """The metrics of each successful run, again, from the samples it recorded, with the
-    scenario file as it is now (its measurement window); the samples are unchanged."""
-    import netbench
+    scenario file as it is now (its measurement window); the samples are unchanged. The
+    raw directory's runs, then packed; a scenario with none there, its archive's."""
     for sc in load_scenarios(paths.scenarios, names):
         n = 0
-        for f in sorted(glob.glob(os.path.join(paths.raw, sc["name"], "*.json"))):
+        files = sorted(glob.glob(os.path.join(paths.raw, sc["name"], "*.json")))
+        for f in files:
             r = json.load(open(f))
             if not r.get("ok"):
                 continue
-            r.update(netbench.summarize(sc, r))
+            resummarize_run(sc, r)
             with open(f, "w") as out:
                 json.dump(r, out)
             n += 1
+        if files:
+            pack_runs(paths, [sc["name"]])
+        elif os.path.exists(archive_path(paths, sc["name"])):
+            # Through the raw directory, so that packing writes the archive back.
+            a = read_archive(archive_path(paths, sc["name"]))
+            for r in a["runs"]:
+                out = raw_path(paths.raw, sc, r["algo"], r.get("rep", 0))
+                os.makedirs(os.path.dirname(out), exist_ok=True)
+                if r.get("ok"):
+                    resummarize_run(sc, r)
+                    n += 1
+                with open(out, "w") as f:
+                    json.dump(r, f)
+            pack_runs(paths, [sc["name"]])
         print(f"{sc['name']}: {n} runs resummarized")
     return 0

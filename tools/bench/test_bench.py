@@ -1,23 +1,29 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
 """Host tests of the bench report (report.py): a report written from fake raw results of
-two scenarios in a temporary directory, its contents and groups; and the committed
-results/BENCH.md against the layout the generator gives it."""
+two scenarios in a temporary directory, its contents and groups, the commits its rows name,
+runs from dirty trees, the archive it is derived from; netbench's flow schedule and
+measurement window; and the committed results/BENCH.md against the layout the generator
+gives it."""
 
 import contextlib
 import io
 import json
+import lzma
 import os
 import re
 import sys
+import shutil
 import tempfile
 import unittest
 from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netbench  # noqa: E402
 import report  # noqa: E402
 import run  # noqa: E402
 import theory  # noqa: E402
+import common  # noqa: E402
 from common import Paths, load_scenarios  # noqa: E402
 
 META = {"commit": "abc1234", "date": "2026-01-01 00:00 UTC",
@@ -180,7 +186,8 @@ class Layout(Bench):
         text = self.report_text()
         self.assertIn("### calibration\n\nOld calibration.\n", text)
         self.assertNotIn("Old incast4.", text)
-        self.assertIn("Intro.\n\n## Contents", text)
+        # The intro kept, its word on provenance that of the runs here.
+        self.assertIn("Intro.\n\nEvery table row names the commit", text)
         self.assertLess(text.index("### calibration"), text.index("### incast4"))
 
 
@@ -214,6 +221,183 @@ class Runs(Bench):
         os.remove(run.raw_path(self.paths.raw, SCENARIOS["incast4"], "cubic", 0))
         self.assertEqual(self.bench_run(["incast4"], missing=True), 0)
         self.assertEqual(self.jobs, [("incast4", "cubic", 0, "simulated")])
+
+
+class Provenance(Bench):
+    """Commits in the tables, runs from dirty trees, and the archive the report is
+    derived from."""
+
+    def write(self, **kw):
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            report.write_report(self.paths, plots=False, **kw)
+        return self.report_text(), out.getvalue()
+
+    def test_rows_name_their_commit_and_pooling(self):
+        self.write_raw(dict(fake_run("calibration", "cubic", 1, mbps=800.0), commit="def5678"))
+        text, _ = self.write()
+        self.assertIn("| 12 | abc1234 |", text)  # a run's row: wall s, then its commit
+        self.assertIn("| 12 | def5678 |", text)
+        # The median row of calibration's two runs pools two commits and says so.
+        self.assertIn("| cubic | median (min-max) of 2 |", text)
+        self.assertIn("| abc1234 + def5678 (pooled) |", text)
+        self.assertIn("pooled: the row's runs came from several commits", text)
+        self.assertNotIn("-dirty", text)
+
+    def test_dirty_runs_left_out_unless_allowed(self):
+        for rep_ in (0, 1):
+            self.write_raw(dict(fake_run("calibration", "cubic", rep_), commit="abc1234-dirty"))
+        self.write_raw(dict(fake_run("incast4", "timely_patched", flows=4, rtt_us=600),
+                            commit="abc1234-dirty"))
+        text, out = self.write()
+        # Said on the terminal and in the report, with the way to include them.
+        self.assertIn("left out: calibration: 2 of 2 runs from dirty trees (abc1234-dirty)", out)
+        self.assertIn("left out: incast4: 1 of 2 runs", out)
+        self.assertIn("--allow-dirty", out)
+        self.assertIn("Left out: runs from trees with uncommitted changes", text)
+        self.assertIn("calibration (2 of 2 runs, `abc1234-dirty`)", text)
+        section = report.parse_report(text).sections
+        self.assertEqual(section["calibration"][-1].split(":")[0], "Left out of this report")
+        self.assertNotIn("| cubic | 0 | 900.0", "\n".join(section["calibration"]))
+        # incast4 keeps its clean run only.
+        incast4 = "\n".join(section["incast4"])
+        self.assertIn("Left out: 1 of its 2 runs", incast4)
+        self.assertIn("| cubic | 0 | 900.0 |", incast4)
+        self.assertNotIn("| timely_patched | 0 | 900.0 |", incast4)
+        self.assertNotIn("-dirty |", text)
+        # Allowed: in, marked in the commit column, with the footnote.
+        text, out = self.write(allow_dirty=True)
+        self.assertNotIn("left out", out)
+        self.assertIn("| 12 | abc1234-dirty |", text)
+        self.assertIn("`-dirty`: the run's tree had uncommitted changes", text)
+        self.assertIn("Included by `--allow-dirty`", text)
+        self.assertIn("| timely_patched | 0 | 900.0 |", text)
+
+    def test_report_derived_again_from_the_archive(self):
+        """The report packs the raw runs into runs/<scenario>.json.xz; without the raw
+        directory (a fresh clone) the same report comes from the archive alone."""
+        first, _ = self.write()
+        path = os.path.join(self.paths.archive, "calibration.json.xz")
+        with lzma.open(path, "rt") as f:
+            a = json.load(f)
+        self.assertEqual(a["meta"], META)
+        self.assertEqual([(r["algo"], r["rep"]) for r in a["runs"]], [("cubic", 0), ("cubic", 1)])
+        self.assertIn("samples", a["runs"][0])
+        shutil.rmtree(self.paths.raw)
+        os.remove(self.paths.report)
+        second, _ = self.write()
+        self.assertEqual(first, second)
+
+    def test_a_run_repacks_over_the_archive(self):
+        self.write()
+        os.remove(run.raw_path(self.paths.raw, SCENARIOS["calibration"], "cubic", 1))
+        self.write_raw(fake_run("calibration", "cubic", 0, mbps=800.0))
+        self.assertEqual(common.pack_runs(self.paths, ["calibration"]), ["calibration"])
+        runs = common.read_archive(os.path.join(self.paths.archive, "calibration.json.xz"))["runs"]
+        # The new run replaces its namesake; the run no longer in raw/ stays archived.
+        self.assertEqual([(r["rep"], r["mbps"]) for r in runs], [(0, 800.0), (1, 900.0)])
+
+
+def flow_run(sc, ends_s):
+    """A run of `sc`'s flows, each sending 100 Mbit/s from its start until its end in
+    `ends_s` (as iperf3 ran it), sampled every 10 ms as netbench's sampler does."""
+    flows = netbench.expand_flows(sc)
+    per_flow = [{"start_s": a, "stop_s": b, "cc": "cubic", "mbps": 100.0, "bytes": 0,
+                 "retransmits": 0} for a, b in flows]
+    samples = []
+    for i, ((a, _), end) in enumerate(zip(flows, ends_s)):
+        for k in range(int(round(a * 100)) + 1, int(round(end * 100)) + 1):
+            t = k / 100
+            samples.append({"t": t, "flow": i, "conn": 40000 + i, "rtt_us": 300,
+                            "cwnd": 10, "pacing_bps": 1e8, "ecn": False,
+                            "bytes_acked": int((t - a) * 100e6 / 8)})
+    samples.sort(key=lambda s: s["t"])
+    return {"flows": per_flow, "samples": samples,
+            "queue": [{"t": k / 100, "pkts": 5} for k in range(500)]}
+
+
+class Window(unittest.TestCase):
+    """Finding 5 of issue 30: flows scheduled across the measurement window must cover
+    it, and a run in which one does not is a failed run, not a summary without it."""
+
+    def scenario(self, name):
+        return load_scenarios(Paths().scenarios, [name])[0]
+
+    def test_iperf3_seconds_rounds_up(self):
+        # 2.5 s was round()ed half to even, to 2: the flow ended 0.5 s early.
+        self.assertEqual(netbench.iperf3_seconds(1.5, 4), 3)
+        self.assertEqual(netbench.iperf3_seconds(1.5071, 4), 3)  # jittered: 2.49 s
+        self.assertEqual(netbench.iperf3_seconds(0.5134, 4), 4)  # 3.49 s
+        self.assertEqual(netbench.iperf3_seconds(0.1, 1.1), 1)  # not 2 for 1.0000000000000002
+        # A flow to leave before the window: rounded down, out of it ...
+        self.assertEqual(netbench.iperf3_seconds(0, 2.5, [2.6, 3.8]), 2)
+        # ... unless rounding up keeps it out too.
+        self.assertEqual(netbench.iperf3_seconds(0, 2.5, [3.5, 3.8]), 3)
+
+    def test_every_scenario_flow_covers_its_window(self):
+        for sc in load_scenarios(Paths().scenarios):
+            for rep in range(sc.get("repetitions", 1)):
+                flows = netbench.jitter_starts(sc, netbench.expand_flows(sc), rep)
+                if not flows:
+                    continue
+                a, b = netbench.measure_window(sc, flows)
+                for start, stop in flows:
+                    end = start + netbench.iperf3_seconds(start, stop, [a, b])
+                    if stop >= b:
+                        self.assertGreaterEqual(end, stop, (sc["name"], rep, start))
+                    if stop <= a:
+                        self.assertLessEqual(end, a, (sc["name"], rep, start))
+
+    def test_summary_over_every_flow(self):
+        sc = self.scenario("random_loss")
+        res = flow_run(sc, [4.0, 4.5, 4.0, 4.5])
+        out = netbench.summarize(sc, res)
+        self.assertEqual(out["window_s"], [2.0, 3.8])
+        self.assertEqual(out["per_flow_mbps"], [100.0] * 4)
+        self.assertEqual(out["jain"], 1.0)
+
+    def test_flow_ended_inside_the_window_fails_the_run(self):
+        """What round() did to random_loss: flows 1 and 3 ended at 3.5 s, in the window
+        2.0-3.8 s; the summary was over the other two."""
+        sc = self.scenario("random_loss")
+        res = flow_run(sc, [4.0, 3.5, 4.0, 3.5])
+        with self.assertRaises(netbench.WindowError) as e:
+            netbench.summarize(sc, res)
+        self.assertIn("flow 1 (scheduled 0.5-4 s) has no sample at the measurement window's "
+                      "end, 3.8 s: its last is at 3.5 s", str(e.exception))
+        # A flow with no samples at all, too.
+        res = flow_run(sc, [4.0, 4.0, 4.0, 1.5])
+        with self.assertRaisesRegex(netbench.WindowError, "flow 3 .*it has no samples"):
+            netbench.summarize(sc, res)
+        # Resummarized, such a run becomes a failed one.
+        r = dict(flow_run(sc, [4.0, 3.5, 4.0, 3.5]), algo="cubic", ok=True, rep=0)
+        with contextlib.redirect_stdout(io.StringIO()):
+            run.resummarize_run(sc, r)
+        self.assertFalse(r["ok"])
+        self.assertIn("flow 1", r["error"])
+
+    def test_resummarize_the_archive(self):
+        """With no raw directory (a clone), `bench.py resummarize` recomputes the archived
+        runs, and writes them back."""
+        sc = self.scenario("random_loss")
+        with tempfile.TemporaryDirectory() as d:
+            paths = Paths(scenarios=os.path.join(d, "scenarios"), raw=os.path.join(d, "raw"),
+                          report=os.path.join(d, "BENCH.md"))
+            os.makedirs(paths.scenarios)
+            with open(os.path.join(paths.scenarios, "random_loss.json"), "w") as f:
+                json.dump(sc, f)
+            good = dict(flow_run(sc, [4.0, 4.5, 4.0, 4.5]), scenario="random_loss",
+                        algo="cubic", rep=0, ok=True, commit="abc1234")
+            short = dict(flow_run(sc, [4.0, 3.5, 4.0, 3.5]), scenario="random_loss",
+                         algo="cubic", rep=1, ok=True, commit="abc1234")
+            os.makedirs(paths.archive)
+            with lzma.open(common.archive_path(paths, "random_loss"), "wt") as f:
+                json.dump({"meta": META, "runs": [good, short]}, f)
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                run.resummarize(paths, ["random_loss"])
+            self.assertIn("random_loss cubic #1: FAILED: flow 1", out.getvalue())
+            runs = common.read_archive(common.archive_path(paths, "random_loss"))["runs"]
+            self.assertEqual([(r["rep"], r["ok"]) for r in runs], [(0, True), (1, False)])
+            self.assertEqual(runs[0]["per_flow_mbps"], [100.0] * 4)
 
 
 class Theory(unittest.TestCase):
