@@ -11,6 +11,10 @@
 #   make test-debug   the same on the debug kernel (KASAN, lockdep, UBSAN, kmemleak, ...);
 #                 any target takes KERNEL_FLAVOR=debug (default normal);
 #                 make test-debug-short: its shortened form, which CI runs
+#   make x86-packages  the patched kernel for x86_64 (kCFI, lockdep, KASAN; clang) and the
+#                 modules as Debian packages, in $(CACHE_DIR)/x86_64-debs (docs/x86_64.md)
+#   make x86-test      those installed by dpkg on a fresh Debian 12, booted under QEMU with
+#                 2 vCPUs: install checks and the selftests CI runs; x86-test-all: every one
 #   make bench    the scenario matrix on simulated time, then results/BENCH.md (docs/bench.md)
 #   make check    docs-check, rustfmt, clippy (CLIPPY=1) and checkpatch on the patch series
 #   make docs-check   every path, section and make target README.md and docs/ name exists
@@ -117,6 +121,16 @@ test-debug-short:
 .PHONY: bare-debian-check
 bare-debian-check:
 	tools/testbed/bare-debian.sh
+
+# x86_64 under QEMU (tools/vm/): packages, a fresh Debian image with them, the checks.
+.PHONY: x86-packages x86-test x86-test-all
+x86-packages:
+	KERNEL_FLAVOR=x86_64 tools/testbed/setup.sh deps
+	tools/vm/packages.sh
+x86-test: x86-packages
+	tools/vm/run.sh
+x86-test-all: x86-packages
+	tools/vm/run.sh --job all
 
 bench: setup modules
 	tools/bench/bench.py run $(SCENARIOS)

@@ -8,7 +8,8 @@
 # algorithms a module registers beside its own name (timely_patched in tcp_timely) need a
 # module alias to be found at all. Runs in the UML guest.
 #
-#   tcp_cc_autoload.sh MODULE.ko:ALGO[,ALGO...] ...
+#   tcp_cc_autoload.sh MODULE.ko:ALGO[,ALGO...] ...     (copied to a tmpfs /lib/modules)
+#   tcp_cc_autoload.sh MODULE:ALGO[,ALGO...] ...        (installed where modprobe finds them)
 set -u
 source "$(dirname "$0")/lib.sh"
 
@@ -16,15 +17,19 @@ specs=("$@")
 out=$(mktemp -d /run/selftest.XXXXXX)
 trap 'ns_cleanup; rm -rf "$out"' EXIT
 
-# The guest shares the host's root file system: the modules go to a tmpfs over
+# The UML guest shares the host's root file system: the modules go to a tmpfs over
 # /lib/modules, a mount only this guest sees, where modprobe (the kernel's request_module
-# helper) finds them through depmod's index.
+# helper) finds them through depmod's index. Given by name, not as MODULE.ko, they are
+# installed already (the x86_64 guest: tools/vm/, the modules package).
 moddir=/lib/modules/$(uname -r)
-mount -t tmpfs -o size=64m rfl-modules /lib/modules
-mkdir -p "$moddir/extra"
-for spec in "${specs[@]}"; do cp "${spec%%:*}" "$moddir/extra/"; done
-touch "$moddir"/modules.{order,builtin,builtin.modinfo}   # none: every module is out of tree
-depmod -a 2> "$out/depmod.err"
+: > "$out/depmod.err"
+if [[ "${specs[0]%%:*}" == *.ko ]]; then
+	mount -t tmpfs -o size=64m rfl-modules /lib/modules
+	mkdir -p "$moddir/extra"
+	for spec in "${specs[@]}"; do cp "${spec%%:*}" "$moddir/extra/"; done
+	touch "$moddir"/modules.{order,builtin,builtin.modinfo}   # none: every module is out of tree
+	depmod -a 2> "$out/depmod.err"
+fi
 
 # Every request_module() through a route holds RTNL until it returns: 30 s is far beyond a
 # load (well under a second here) and still ends a hang.

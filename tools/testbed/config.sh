@@ -26,11 +26,16 @@ CACHE_DIR=${RFL_CC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rfl-tcp-cc}
 # gcc does; the code is the same (64-bit absolute addressing either way). Given to cc1
 # (-Xclang=), as the driver rejects it for objects built without -mcmodel=large (the vDSO).
 KERNEL_FLAVOR=${KERNEL_FLAVOR:-normal}
+# KERNEL_FLAVOR=x86_64 is not UML: an x86_64 kernel (tools/testbed/kernel-x86_64.config: kCFI,
+# lockdep, KASAN) built with clang 19 as Debian packages, for QEMU guests (tools/vm/).
+KERNEL_ARCH=um
 case "$KERNEL_FLAVOR" in
 normal) KERNEL_TREE=$CACHE_DIR/linux-$KERNEL_SERIES KERNEL_MAKE_ARGS=() ;;
 debug) KERNEL_TREE=$CACHE_DIR/linux-$KERNEL_SERIES-debug
        KERNEL_MAKE_ARGS=(LLVM=-19 KCFLAGS=-Xclang=-mlarge-data-threshold=2147483647) ;;
-*) echo "error: KERNEL_FLAVOR=$KERNEL_FLAVOR: expected normal or debug" >&2; exit 1 ;;
+x86_64) KERNEL_TREE=$CACHE_DIR/linux-$KERNEL_SERIES-x86_64 KERNEL_ARCH=x86_64
+        KERNEL_MAKE_ARGS=(LLVM=-19) ;;
+*) echo "error: KERNEL_FLAVOR=$KERNEL_FLAVOR: expected normal, debug or x86_64" >&2; exit 1 ;;
 esac
 export KERNEL_FLAVOR
 
@@ -38,7 +43,7 @@ export RUSTC=/usr/bin/rustc
 export RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library
 export BINDGEN=$CACHE_DIR/bindgen/bin/bindgen
 export LIBCLANG_PATH=/usr/lib/llvm-19/lib
-KMAKE=(make -C "$KERNEL_TREE" ARCH=um "RUSTC=$RUSTC" "BINDGEN=$BINDGEN"
+KMAKE=(make -C "$KERNEL_TREE" "ARCH=$KERNEL_ARCH" "RUSTC=$RUSTC" "BINDGEN=$BINDGEN"
        "RUST_LIB_SRC=$RUST_LIB_SRC" "HOSTRUSTC=$RUSTC" CLIPPY_DRIVER=/usr/bin/clippy-driver
        ${KERNEL_MAKE_ARGS[@]+"${KERNEL_MAKE_ARGS[@]}"})
 

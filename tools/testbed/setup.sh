@@ -28,6 +28,8 @@ DEBIAN_PACKAGES=(
 )
 # The debug flavour is built with clang (KASAN with Rust needs it; see tools/testbed/config.sh).
 [ "$KERNEL_FLAVOR" = normal ] || DEBIAN_PACKAGES+=(clang-19 lld-19 llvm-19)
+# x86_64: packaged by the kernel's bindeb-pkg; its guests' image built by mmdebstrap.
+[ "$KERNEL_FLAVOR" != x86_64 ] || DEBIAN_PACKAGES+=(dpkg-dev fakeroot debhelper libdw-dev mmdebstrap)
 
 # The config fragments merged over defconfig, in order.
 CONFIG_FRAGMENTS=("$PROJECT_ROOT/tools/testbed/kernel.config")
@@ -206,23 +208,28 @@ config_not_taken() {
 	done
 }
 
+kernel_image() { if [ "$KERNEL_ARCH" = um ]; then echo linux; else echo arch/x86/boot/bzImage; fi; }
+
 build_kernel() {
 	local key; key=$(series_key)
 	if [ -f "$KERNEL_TREE/.rfl-built" ] && [ "$(cat "$KERNEL_TREE/.rfl-built")" = "$key" ] \
-	   && [ -x "$KERNEL_TREE/linux" ]; then
+	   && [ -f "$KERNEL_TREE/$(kernel_image)" ]; then
 		step "kernel build $key: cached"; return
 	fi
 	prepare_tree
-	step "configuring UML kernel"
+	local what="UML kernel" minutes=6 image=linux targets=(linux modules)
+	[ "$KERNEL_FLAVOR" = normal ] || { what="$KERNEL_FLAVOR UML kernel"; minutes=20; }
+	# x86_64: the kernel's own Debian packages (linux-image, linux-headers), in $CACHE_DIR.
+	[ "$KERNEL_ARCH" = um ] || { what="$KERNEL_ARCH kernel packages"; minutes=45
+		image=arch/x86/boot/bzImage targets=(bindeb-pkg); }
+	step "configuring $what"
 	"${KMAKE[@]}" -s defconfig >/dev/null
 	"$KERNEL_TREE/scripts/kconfig/merge_config.sh" -m -O "$KERNEL_TREE" \
 		"$KERNEL_TREE/.config" "${CONFIG_FRAGMENTS[@]}" >/dev/null
 	"${KMAKE[@]}" -s olddefconfig
 	local missing; missing=$(config_not_taken)
-	[ -z "$missing" ] || die "kernel config did not take: $(echo $missing) (a dependency is missing; run 'make -C $KERNEL_TREE ARCH=um menuconfig' to see why)"
+	[ -z "$missing" ] || die "kernel config did not take: $(echo $missing) (a dependency is missing; run 'make -C $KERNEL_TREE ARCH=$KERNEL_ARCH menuconfig' to see why)"
 	"${KMAKE[@]}" -s rustavailable >/dev/null || die "Rust is not available for the kernel build: rerun 'tools/testbed/setup.sh deps bindgen'"
-	local what="UML kernel" minutes=6
-	[ "$KERNEL_FLAVOR" = normal ] || { what="$KERNEL_FLAVOR UML kernel"; minutes=20; }
 	step "building $what (about $minutes minutes on 2 cores the first time)"
 	local t0=$SECONDS limit=()
 	# RFL_BUILD_DEADLINE (epoch seconds): stop the compiler there, with status 75, rather
@@ -233,7 +240,7 @@ build_kernel() {
 		limit=(timeout -k 30 "$left")
 	fi
 	set +e +o pipefail
-	"${limit[@]}" "${KMAKE[@]}" -j"$(( $(nproc) + 1 ))" -s linux modules 2>&1 | grep -v '^\s*$' | tail -n 40
+	"${limit[@]}" "${KMAKE[@]}" -j"$(( $(nproc) + 1 ))" -s "${targets[@]}" 2>&1 | grep -v '^\s*$' | tail -n 40
 	local status=${PIPESTATUS[0]}
 	set -e -o pipefail
 	if { [ "$status" = 124 ] || [ "$status" = 137 ]; } && [ ${#limit[@]} -gt 0 ]; then
@@ -242,7 +249,7 @@ build_kernel() {
 	fi
 	[ "$status" = 0 ] || die "kernel build failed (output above); the tree is $KERNEL_TREE"
 	echo "$key" > "$KERNEL_TREE/.rfl-built"
-	step "kernel built in $((SECONDS - t0)) s: $KERNEL_TREE/linux"
+	step "kernel built in $((SECONDS - t0)) s: $KERNEL_TREE/$image"
 }
 
 case "${1:-all}" in

@@ -1,0 +1,92 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Inside the x86_64 guest, on a fresh Debian with the packages installed by dpkg: what a
+# user's host does with them, then the project's selftests (the same scripts as in UML)
+# on 2 vCPUs, under kCFI, lockdep and KASAN. Each suite's KTAP goes to the console between
+# "rfl-suite: NAME" and "rfl-suite-end: NAME STATUS" lines, which tools/vm/run.sh counts.
+#
+#   guest-checks.sh JOB     (checks: the install checks and the CI selftests; all: every selftest)
+set -u
+job=${1:-checks}
+release=$(uname -r)
+moddir=/lib/modules/$release/updates/rfl-tcp-cc
+export TOOLS_LIB=/opt/rfl-tcp-cc/tools/lib
+source selftests/lib.sh
+
+suite() { # NAME COMMAND...: one suite's KTAP between markers
+	local name=$1 status; shift
+	echo "rfl-suite: $name"
+	( "$@" ) 2>&1
+	status=$?
+	echo "rfl-suite-end: $name $status"
+}
+
+# What the packages installed, before anything is loaded.
+install_checks() {
+	local m p
+	ktap_plan 8
+	check "2 CPUs online" test "$(nproc)" -ge 2
+	check "the kernel has kCFI, lockdep and KASAN (CONFIG_CFI, PROVE_LOCKING, KASAN)" \
+		eval 'test -e /sys/kernel/debug/kasan 2>/dev/null || grep -q "KernelAddressSanitizer initialized" <(dmesg)'
+	check "modules installed under updates/ and indexed by depmod" \
+		eval "ls $moddir/*.ko >/dev/null && grep -q 'updates/rfl-tcp-cc/tcp_timely.ko' /lib/modules/$release/modules.dep"
+	check "none of them loaded at boot" eval '! grep -qE "^tcp_(timely|dx|rust_reno|rust_dctcp|rc3) " /proc/modules'
+	modinfo_ok() {
+		for m in tcp_timely tcp_dx tcp_rust_reno tcp_rust_dctcp tcp_rc3; do
+			modinfo "$m" | grep -q '^license: *GPL' || { echo "$m: no GPL license"; return 1; }
+			modinfo "$m" | grep -q '^description: ' || { echo "$m: no description"; return 1; }
+			modinfo "$m" | grep -q "^vermagic: *$release " || { echo "$m: vermagic not $release"; return 1; }
+		done
+		modinfo -F alias tcp_timely | grep -qx tcp_timely_patched || { echo "tcp_timely: no alias tcp_timely_patched"; return 1; }
+		modinfo -F parm tcp_timely | grep -q '^max_rate_mbps:' || { echo "tcp_timely: no max_rate_mbps parameter"; return 1; }
+	}
+	check "modinfo: license, description, vermagic, timely_patched's alias, parameters" modinfo_ok
+	check "modprobe tcp_timely: its parameters in /sys/module/tcp_timely/parameters" \
+		eval 'modprobe tcp_timely && test -r /sys/module/tcp_timely/parameters/max_rate_mbps && test -r /sys/module/tcp_timely/parameters/t_low_us'
+	# Restricted by default: loaded, but not in net.ipv4.tcp_allowed_congestion_control,
+	# so a process without CAP_NET_ADMIN cannot select it.
+	restricted() {
+		! sysctl -n net.ipv4.tcp_allowed_congestion_control | grep -qw timely || { echo "timely allowed by default"; return 1; }
+		setpriv --reuid=65534 --regid=65534 --clear-groups python3 -c '
+import errno, socket
+s = socket.socket()
+try:
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"timely")
+except OSError as e:
+    raise SystemExit(0 if e.errno == errno.EPERM else f"errno {e.errno}")
+raise SystemExit("an unprivileged process selected timely")'
+	}
+	check "restricted by default: an unprivileged setsockopt(TCP_CONGESTION) gets EPERM" restricted
+	check "modprobe -r tcp_timely" modprobe -r tcp_timely
+	ktap_finish
+}
+
+ko() { echo "$moddir/$1.ko"; }
+# The modules' testbed parameters, as tools/testbed/run-tests.sh gives them (100 Mbit/s).
+source tools/testbed/config.sh 2>/dev/null || true
+TIMELY=("$(ko tcp_timely)" $TIMELY_PARAMS_100M)
+DX=("$(ko tcp_dx)" $DX_PARAMS_100M)
+ALL=("$(ko tcp_rust_reno)" "${TIMELY[@]}" "$(ko tcp_rust_dctcp)" "${DX[@]}")
+
+suite install install_checks
+# Autoload from the installed modules (no .ko paths: modprobe finds them).
+suite cc_autoload selftests/tcp_cc_autoload.sh tcp_rust_reno:rust_reno \
+	tcp_timely:timely,timely_patched tcp_rust_dctcp:rust_dctcp tcp_dx:dx
+suite cc_stress selftests/tcp_cc_stress.sh "${ALL[@]}"
+suite cc_packets selftests/tcp_cc_packets.sh "$(ko tcp_rc3)" "${ALL[@]}"
+suite rc3 selftests/tcp_rc3.sh "$(ko tcp_rc3)" "${ALL[@]}"
+suite tcp_dx selftests/tcp_dx.sh "${DX[@]}"
+suite tcp_timely selftests/tcp_timely.sh "${TIMELY[@]}"
+if [ "$job" = all ]; then
+	suite cc_faults selftests/tcp_cc_faults.sh -r "$(ko tcp_rc3)" "${ALL[@]}"
+	suite wire_defaults selftests/tcp_wire_defaults.sh
+	suite cc_trace selftests/tcp_cc_trace.sh "$(ko tcp_timely)" "${TIMELY[@]:1}" "${DX[@]}" "$(ko tcp_rust_dctcp)"
+fi
+# Whatever the kernel's checkers said over all of it.
+dmesg_report() {
+	ktap_plan 1
+	check "dmesg: no KASAN, lockdep, CFI, WARN, BUG or Oops report" \
+		eval '! dmesg | grep -E "KASAN|possible circular|possible recursive|inconsistent lock|CFI failure|WARNING:|BUG:|Oops" | head -n 20 | grep .'
+	ktap_finish
+}
+suite kernel_reports dmesg_report
