@@ -48,12 +48,89 @@ SAMPLE_S = 0.01
 TCPI_OPT_ECN = 8
 # The DS field of mix 1's flows with "class_queues" (CS1).
 CLASS_DS_FIELD = "0x20"
+# The delay-stamp option's cost on every data segment it rides on, in bytes
+# (docs/delay-stamps.md: "The option costs 8 bytes of every data segment").
+STAMP_OPTION_BYTES = 8
+
+
 # Goodput capacity of the bottleneck: TCP payload per Ethernet frame (timestamps on).
-def payload_per_frame(sc):
+def payload_per_frame(sc, mss=None):
     """TCP payload per Ethernet frame at the scenario's MTU (IP and TCP headers with the
-    timestamp option: 52 bytes; Ethernet header: 14; the htb counts no more)."""
+    timestamp option: 52 bytes; Ethernet header: 14; the htb counts no more), or, given
+    the MSS a control's segments actually carried, that payload per frame_bytes()."""
     mtu = sc.get("mtu", 1500)
-    return (mtu - 52) / (mtu + 14)
+    return (mss if mss is not None else mtu - 52) / frame_bytes(sc)
+
+
+def frame_bytes(sc):
+    """Bytes of one full-size frame on the bottleneck as the bench's capacity counts it
+    (payload_per_frame()'s denominator): the MTU plus the 14-byte Ethernet header (1514
+    at MTU 1500, 9014 at 9000); the htb's rate counts these bytes and no preamble or gap."""
+    return sc.get("mtu", 1500) + 14
+
+
+def queue_delay_us(sc, pkts):
+    """The queueing delay of `pkts` packets in the bottleneck's backlog: pkts x
+    frame_bytes(sc) (a full frame of the scenario's MTU, IP header to payload plus the
+    Ethernet header) x 8 / the link rate. The backlog counts packets, not bytes; the data
+    direction's packets are full frames but for a flow's last segment or a SYN/FIN, so
+    this is the delay the backlog puts on the next packet, to within a frame."""
+    if pkts is None:
+        return None
+    return round(pkts * frame_bytes(sc) * 8 / sc["rate_mbit"], 1)  # bits / (bits/us)
+
+
+def base_mss(sc):
+    """The MSS of a segment with the timestamp option at the scenario's MTU (1448 at 1500)."""
+    return sc.get("mtu", 1500) - 52
+
+
+def stamp_option_used(algo, r):
+    """Whether the run's connections carried the delay-stamp option, and how that is
+    known: the sender's count of delay samples (TCPDelayStampSample, recorded where a
+    stamp control ran), else the sources of the controller's RTT samples (1 hardware, 2
+    software stamps), else from how the harness set it up: the sender offers the option
+    on every connection of a run with a stamp control (net.ipv4.tcp_delay_stamps=2) and
+    the receiver answers it unless the variant is +rtt."""
+    ccs, variant = split_mix(algo)
+    if not STAMP_ALGOS & set(ccs):
+        return False, "no stamp control in the run: the option is not offered"
+    if r.get("stamp_samples") is not None:
+        return r["stamp_samples"] > 0, "the sender's TCPDelayStampSample count"
+    if r.get("ctl_sources"):
+        return bool({1, 2} & set(r["ctl_sources"])), "the controller's RTT sources"
+    return not variant.get("rtt"), "the harness's settings (tcp_delay_stamps)"
+
+
+def run_mss(sc, r):
+    """The MSS the run's data segments used, and its source: the median of the flows'
+    snd_mss over the measurement window where the samples hold it (runs recorded from
+    this field on), else the timestamp MSS less the delay-stamp option's 8 bytes where
+    the option was negotiated (stamp_option_used())."""
+    lo, hi = r.get("window_s") or (float("-inf"), float("inf"))
+    mss = [s["snd_mss"] for s in r.get("samples", []) if s.get("snd_mss") and lo <= s["t"] <= hi]
+    if mss:
+        return percentile(mss, 50), "snd_mss samples"
+    used, how = stamp_option_used(r.get("algo", ""), r)
+    return base_mss(sc) - (STAMP_OPTION_BYTES if used else 0), how
+
+
+def derived_metrics(sc, r):
+    """Metrics every control gets alike, from a successful run's summary: the bottleneck
+    queue's p50/p99 as queueing delay (queue_delay_us()); the MSS its segments carried;
+    its utilization of the payload capacity those segments can carry (the bottleneck's
+    rate x MSS / frame bytes), against util_pct's of the timestamp MSS (1448 at 1500);
+    and the delay-stamp option's cost: the share of the link's payload capacity the
+    option takes from the segments that carry it (0 where none does)."""
+    mss, how = run_mss(sc, r)
+    cap = sc["rate_mbit"] * payload_per_frame(sc, mss)
+    return {
+        "queue_p50_us": queue_delay_us(sc, r.get("queue_p50_pkts")),
+        "queue_p99_us": queue_delay_us(sc, r.get("queue_p99_pkts")),
+        "mss": mss, "mss_source": how,
+        "util_payload_pct": round(100 * r["mbps"] / cap, 1) if r.get("mbps") is not None else None,
+        "option_cost_pct": round(100 * (base_mss(sc) - mss) / base_mss(sc), 2),
+    }
 
 
 def sh(cmd, check=True, **kw):
@@ -141,6 +218,7 @@ class Sampler(threading.Thread):
             # flow: the schedule entry (its server port); conn: the connection.
             s = {"t": t, "flow": so["dport"] - BASE_PORT, "conn": so["sport"],
                  **{k: so[k] for k in ("rtt_us", "cwnd", "pacing_bps", "bytes_acked")},
+                 "snd_mss": so.get("snd_mss"),
                  "ecn": bool(so.get("options", 0) & TCPI_OPT_ECN),
                  **controller_rtt(so)}
             if so["dport"] == FCT_PORT:
@@ -182,13 +260,28 @@ def split_algo(algo):
     +lossP random loss of P% of the sender's packets, independent of congestion (netem at
            the sender's egress; with gso_max_segs 1 each skb is one packet);
     +fq    the fq qdisc at the sender's egress (pacing for cubic and bbr, as their users
-           run them);
+           run them, and for dctcp alike);
     +kN    the bottleneck's ECN marking threshold at N packets instead of the scenario's;
     +noecn the sender does not ask for ECN (net.ipv4.tcp_ecn=0; dctcp asks regardless);
     +iwN   an initial congestion window of N packets (the sender's route's initcwnd, the
            receiver's initrwnd), as a user who matches a window control's start to the
-           path's bandwidth-delay product would set it (TIMELY starts without slow start)."""
-    base, _, extra = algo.partition("+")
+           path's bandwidth-delay product would set it (TIMELY starts without slow start).
+    Variants combine: "dctcp+fq+k20" is dctcp paced by fq with K = 20 (each variant once)."""
+    base, *extras = algo.split("+")
+    variant = {}
+    for extra in extras:
+        v = one_variant(extra, algo)
+        if set(v) & set(variant):
+            sys.exit(f"error: variant '+{extra}' given twice in '{algo}'")
+        variant.update(v)
+    if variant.get("fq") and variant.get("loss_pct"):
+        # Both are the sender's root qdisc: netem's loss would replace fq's pacing.
+        sys.exit(f"error: '{algo}': +fq and +lossP both need the sender's root qdisc")
+    return base, variant
+
+
+def one_variant(extra, algo):
+    """One "+..." part of an algorithm's name as split_algo() documents it."""
     m = re.fullmatch(r"hw(\d*)", extra)
     cal = re.fullmatch(r"cal(\d+)", extra)
     jit = re.fullmatch(r"jit(\d+)", extra)
@@ -196,29 +289,27 @@ def split_algo(algo):
     k = re.fullmatch(r"k(\d+)", extra)
     iw = re.fullmatch(r"iw(\d+)", extra)
     if iw and int(iw.group(1)) > 0:
-        return base, {"init_cwnd": int(iw.group(1))}
+        return {"init_cwnd": int(iw.group(1))}
     if extra == "fq":
-        return base, {"fq": True}
+        return {"fq": True}
     if k and int(k.group(1)) > 0:
-        return base, {"ecn_k": int(k.group(1))}
+        return {"ecn_k": int(k.group(1))}
     if extra == "noecn":
-        return base, {"no_ecn": True}
+        return {"no_ecn": True}
     if extra == "rc3":
-        return base, {"rc3": True}
+        return {"rc3": True}
     if m:
-        return base, {"hw_noise_ns": int(m.group(1) or 0)}
+        return {"hw_noise_ns": int(m.group(1) or 0)}
     if extra == "rtt":
-        return base, {"rtt": True}
+        return {"rtt": True}
     if cal:
-        return base, {"calibrate_mbps": int(cal.group(1))}
+        return {"calibrate_mbps": int(cal.group(1))}
     if jit:
-        return base, {"ack_jitter_us": int(jit.group(1))}
+        return {"ack_jitter_us": int(jit.group(1))}
     if loss:
-        return base, {"loss_pct": float(loss.group(1))}
-    if extra:
-        sys.exit(f"error: unknown variant '+{extra}' in '{algo}' "
-                 "(+rc3, +hw[N], +rtt, +calN, +jitN, +lossP, +fq, +kN, +noecn, +iwN)")
-    return base, {}
+        return {"loss_pct": float(loss.group(1))}
+    sys.exit(f"error: unknown variant '+{extra}' in '{algo}' "
+             "(+rc3, +hw[N], +rtt, +calN, +jitN, +lossP, +fq, +kN, +noecn, +iwN)")
 
 
 def hardware_stamps(noise_ns):
@@ -701,6 +792,7 @@ def summarize(sc, res):
     out["convergence_s"] = None if "fct" in res else convergence_time(flows, series, cap)
     if "fct" in res:
         out.update(fct_summary(sc, res["fct"]))
+    out.update(derived_metrics(sc, {**res, **out}))
     return out
 
 
@@ -716,6 +808,7 @@ def workload_only_summary(sc, res, cap):
     out.update(fct_summary(sc, res["fct"]))
     out["mbps"] = out["fct_mbps"]
     out["util_pct"] = round(100 * out["fct_mbps"] / cap, 1)
+    out.update(derived_metrics(sc, {**res, **out}))
     return out
 
 

@@ -35,6 +35,8 @@ RECORDED = {
     "total_retrans": "total_retrans",
     "pacing_bps": "pacing_rate",     # bytes/s in tcp_info (converted below)
     "bytes_acked": "bytes_acked",
+    "snd_mss": "snd_mss",            # the MSS the segments carry (less options: 8 bytes
+                                     # less with the delay-stamp option)
 }
 
 

@@ -25,6 +25,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 
+import netbench
 import theory
 from common import (algo_key, config, fmt, load_archive, load_scenarios, median_range,
                     pack_runs, sorted_runs)
@@ -133,13 +134,80 @@ METHOD_LINES = [
     "device), so the headline runs with GSO on, and a scenario with "
     "`gso_max_segs` 1 runs with one packet per skb (GSO off); the bottleneck queue "
     "counts packets either way. One-way delay on the reverse path. Throughput is TCP "
-    "goodput; utilization is goodput over the bottleneck's goodput capacity (payload "
-    "bytes per frame of the scenario's MTU: 1448 per 1514 at 1500). RTT is each flow's "
-    "smoothed RTT as `ss -ti` shows it, every 10 ms; queue "
-    "is the bottleneck backlog as `tc -s qdisc` shows it, every 10 ms (both read over "
-    "netlink). Metrics are over each scenario's measurement window; convergence is the "
+    "goodput; utilization is goodput over the payload capacity of the control's own "
+    "segments (its MSS per frame of the scenario's MTU: 1448 per 1514 at 1500, 1440 where "
+    "the 8-byte delay-stamp option rides on every segment, dx's and TIMELY's; the "
+    "option's cost, the share of the capacity it takes, is its own column). Delay, for "
+    "every control alike, is the bottleneck's queue: its backlog as `tc -s qdisc` shows "
+    "it, every 10 ms, p50 and p99 in packets and in us of queueing delay (packets x the "
+    "frame's bytes, MTU + 14, x 8 / rate); every ratio to dctcp is of that. RTT, "
+    "secondary, is each flow's smoothed RTT as `ss -ti` shows it, every 10 ms (both read "
+    "over netlink; no per-ACK RTT is recorded for every control). Metrics are over each scenario's measurement window; convergence is the "
     "time from the last change in the flow set "
     "until the flows hold >= 90% of capacity with Jain >= 0.9 per 100 ms."]
+
+
+# Each run's row: the bottleneck's queue, the one delay every control is measured by
+# alike, first; the flows' smoothed RTT (`ss`) after it, as a secondary column.
+RUN_TABLE_NOTE = ("Delay is the bottleneck queue's, every control alike: p50/p99 of its "
+                  "backlog (`tc`, every 10 ms) in packets and as queueing delay in us (packets "
+                  "x the frame's bytes on the wire at the scenario's MTU x 8 / link rate); "
+                  "`ss` sRTT is the flows' smoothed RTT, secondary. util: of the payload "
+                  "capacity the control's own segments carry (its MSS per frame); option "
+                  "cost: the share of that capacity the delay-stamp option takes.")
+RUN_TABLE_HEAD = ("| algorithm | run | Mbit/s | util | option cost | queue p50/p99 pkts "
+                  "| queue p50/p99 us | `ss` sRTT p50/p99 us (secondary) | retrans | Jain "
+                  "| converge s | idle RTT us | wall s | commit |")
+RUN_TABLE_RULE = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+
+
+def fmt_pct(v, spec="{:.1f}%"):
+    return fmt(v, spec)
+
+
+def add_derived(results, scs):
+    """Each successful run's metrics that every control gets alike
+    (netbench.derived_metrics(): the queue as delay, the MSS its segments carried, its
+    utilization of that payload capacity, the option's cost), for runs summarized before
+    they were recorded; a run of a scenario without a file keeps what it has."""
+    for name, rs in results.items():
+        sc = scs.get(name)
+        if sc is None or "rate_mbit" not in sc:
+            continue
+        for r in rs:
+            if r.get("ok") and "queue_p99_us" not in r:
+                r.update(netbench.derived_metrics(sc, r))
+
+
+# The kernel's initial congestion window without a route's initcwnd (TCP_INIT_CWND).
+KERNEL_INIT_CWND = 10
+
+
+def initial_window_lines(sc, rs):
+    """What the harness sets as each algorithm's initial window in this scenario: the
+    sender's route's initcwnd and the receiver's initrwnd (the scenario's `initcwnd` and
+    `initrwnd` for every algorithm, a +iwN variant's N for both), else the kernel's."""
+    groups = {}
+    for algo in dict.fromkeys(r["algo"] for r in rs):
+        try:
+            _, variant = netbench.split_mix(algo)
+        except SystemExit:
+            variant = {}
+        cwnd = variant.get("init_cwnd") or sc.get("initcwnd")
+        rwnd = variant.get("init_cwnd") or sc.get("initrwnd")
+        text = (f"initcwnd {cwnd} segments" if cwnd
+                else f"the kernel's initial window ({KERNEL_INIT_CWND} segments, no initcwnd set)")
+        text += f", initrwnd {rwnd}" if rwnd else ", the receiver's default initrwnd"
+        groups.setdefault(text, []).append(algo)
+    if not groups:
+        return []
+    if len(groups) == 1:
+        return [f"Initial window, the same for every algorithm here: {next(iter(groups))} "
+                "(TIMELY paces from its own start rate, not the window; the harness sets "
+                "nothing else per control).", ""]
+    return ["Initial window as the harness sets it: " + "; ".join(
+        f"{', '.join(algos)}: {text}" for text, algos in groups.items())
+        + " (TIMELY paces from its own start rate, not the window).", ""]
 
 
 def load_results(paths):
@@ -189,7 +257,7 @@ HEADLINE_SCENARIOS = ["one_flow", "four_flows", "incast16", "flows_leaving", "co
 # The papers' scale (10 Gbit/s, 20 us, MTU 9000, the unscaled constants): column title,
 # scenario, variant suffix of the algorithm, the cell's keys (its title names any but
 # util / p99 RTT).
-UTIL_P99 = ["util_pct", "rtt_p99_us"]
+UTIL_P99 = ["util_payload_pct", "queue_p99_us", "rtt_p99_us"]
 PAPER_SCALE_COLUMNS = [("1 flow", "one_flow_10g", "", UTIL_P99),
                        ("4 flows", "timely_noise_10g", "", UTIL_P99),
                        ("4 flows, 0-100 us noise", "timely_noise_10g", "+jit100", UTIL_P99),
@@ -197,7 +265,7 @@ PAPER_SCALE_COLUMNS = [("1 flow", "one_flow_10g", "", UTIL_P99),
                        ("32 flows", "incast32_10g", "", UTIL_P99),
                        ("64 flows", "incast64_10g", "", UTIL_P99),
                        ("4 flows, 1% random loss: util / Jain", "random_loss_10g", "+loss1",
-                        ["util_pct", "jain"]),
+                        ["util_payload_pct", "jain"]),
                        ("16 -> 2 flows: converge", "flows_leaving_10g", "", ["convergence_s"]),
                        ("2nd flow joins: Jain / converge", "convergence_10g", "",
                         ["jain", "convergence_s"])]
@@ -216,7 +284,9 @@ def headline(results):
     def fmt_key(k, v):
         if v is None:
             return "never" if k == "convergence_s" else "-"
-        return {"util_pct": lambda x: f"{x:.0f}%", "rtt_p99_us": lambda x: f"{x:.0f} us",
+        return {"util_pct": lambda x: f"{x:.0f}%", "util_payload_pct": lambda x: f"{x:.0f}%",
+                "queue_p99_us": lambda x: f"q {x:.0f} us",
+                "rtt_p99_us": lambda x: f"sRTT {x:.0f} us",
                 "jain": lambda x: f"J {x:.2f}", "convergence_s": lambda x: f"{x:.1f} s"}[k](v)
 
     def cell(name, algo, keys):
@@ -255,8 +325,10 @@ def headline(results):
     if paper_algos:
         lines += ["At the papers' scale (10 Gbit/s, 20 us base delay, MTU 9000, a 200-frame "
                   "drop-tail FIFO, dctcp K = 11 frames or +kN, TIMELY with the unscaled "
-                  "constants); each cell util / p99 RTT (`ss`) unless its column says "
-                  "otherwise, median of the runs (5 each); the web-search FCT p99 over the "
+                  "constants); each cell util / p99 queue delay at the bottleneck (q, every "
+                  "control alike) / p99 smoothed RTT (`ss` sRTT, secondary) unless its column "
+                  "says otherwise, median of the runs (5 each); util of the payload capacity "
+                  "the control's own segments carry; the web-search FCT p99 over the "
                   "flows of 5 runs:", "",
                   "| algorithm | " + " | ".join(t for t, _, _, _ in PAPER_SCALE_COLUMNS)
                   + " | web-search FCT p99, < 100 KB | >= 1 MB | commit |",
@@ -275,8 +347,10 @@ def headline(results):
                   "constants scaled by 10; 5 runs each unless stated):", ""]
     present = {r["algo"] for name in HEADLINE_SCENARIOS for r in results.get(name, [])}
     algos = [a for a in sorted(present, key=algo_key) if a.split("+")[0] != "rust_reno"]
-    lines += ["| algorithm | 1 flow: util / p99 RTT | 4 flows: util / p99 RTT / Jain "
-             "| 16 flows (incast): util / p99 RTT / Jain | 16 -> 2 flows: converge "
+    lines += ["Each cell util / p99 queue delay (q) / p99 `ss` sRTT (secondary), and Jain "
+              "where named:", "",
+              "| algorithm | 1 flow: util / q / sRTT | 4 flows: util / q / sRTT / Jain "
+             "| 16 flows (incast): util / q / sRTT / Jain | 16 -> 2 flows: converge "
              "| 2nd flow joins: Jain / converge | web-search FCT p99, < 100 KB | >= 1 MB "
              "| commit |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -284,9 +358,9 @@ def headline(results):
     for a in algos:
         rs = [r for name in HEADLINE_SCENARIOS for r in runs(name, a)]
         rows_runs.append(rs)
-        lines.append(f"| {a} | {cell('one_flow', a, ['util_pct', 'rtt_p99_us'])} "
-                     f"| {cell('four_flows', a, ['util_pct', 'rtt_p99_us', 'jain'])} "
-                     f"| {cell('incast16', a, ['util_pct', 'rtt_p99_us', 'jain'])} "
+        lines.append(f"| {a} | {cell('one_flow', a, UTIL_P99)} "
+                     f"| {cell('four_flows', a, UTIL_P99 + ['jain'])} "
+                     f"| {cell('incast16', a, UTIL_P99 + ['jain'])} "
                      f"| {cell('flows_leaving', a, ['convergence_s'])} "
                      f"| {cell('convergence', a, ['jain', 'convergence_s'])} "
                      f"| {fct_p99(a, True)} | {fct_p99(a, False)} | {commits(rs)} |")
@@ -295,20 +369,113 @@ def headline(results):
     if paper:
         lines += ["", "The papers' incast in detail (`incast16_10g`: 16 flows into one "
                   "receiver at 10 Gbit/s; median (min-max) of the runs):", "",
-                  "| algorithm | runs | util | p99 RTT us | controller's RTT p50 / p99 us "
-                  "| queue p50 frames | Jain | commit |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+                  "| algorithm | runs | util | option cost | queue p50 / p99 frames "
+                  "| queue p50 / p99 us | `ss` sRTT p99 us (secondary) "
+                  "| controller's RTT p50 / p99 us | Jain | commit |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         rows_runs = []
         for a in sorted({r["algo"] for r in paper}, key=algo_key):
             ok = [r for r in paper if r["algo"] == a]
             rows_runs.append(ok)
             ctl = (f"{median_range(ok, 'ctl_rtt_p50_us')} / {median_range(ok, 'ctl_rtt_p99_us')}"
                    if any(r.get("ctl_rtt_p50_us") for r in ok) else "-")
-            lines.append(f"| {a} | {len(ok)} | {median_range(ok, 'util_pct', '{:.1f}%')} "
+            lines.append(f"| {a} | {len(ok)} | {median_range(ok, 'util_payload_pct', '{:.1f}%')} "
+                         f"| {median_range(ok, 'option_cost_pct', '{:.2f}%')} "
+                         f"| {median_range(ok, 'queue_p50_pkts')} / {median_range(ok, 'queue_p99_pkts')} "
+                         f"| {median_range(ok, 'queue_p50_us')} / {median_range(ok, 'queue_p99_us')} "
                          f"| {median_range(ok, 'rtt_p99_us')} | {ctl} "
-                         f"| {median_range(ok, 'queue_p50_pkts')} "
                          f"| {median_range(ok, 'jain', '{:.3f}')} | {commits(ok)} |")
         lines += commit_notes(rows_runs)
+    lines += queue_lines(results)
+    lines += ratio_lines(results)
     return lines
+
+
+# The headline's queue and ratio tables: the scenarios of long flows sharing the link.
+QUEUE_SCENARIOS = ["one_flow", "four_flows", "incast16", "one_flow_10g", "incast16_10g",
+                   "incast32_10g", "incast64_10g"]
+
+
+def median_of(results, name, algo, key):
+    """The median of a key over an algorithm's successful runs of a scenario, or None."""
+    xs = sorted(r[key] for r in results.get(name, [])
+                if r["algo"] == algo and r.get("ok") and r.get(key) is not None)
+    return xs[len(xs) // 2] if xs else None
+
+
+def queue_lines(results):
+    """Every control's bottleneck queue in the headline's long-flow scenarios, p50 / p99
+    in packets and in us of queueing delay, median of the runs."""
+    names = [n for n in QUEUE_SCENARIOS if any(r.get("ok") for r in results.get(n, []))]
+    if not names:
+        return []
+    algos = sorted({r["algo"] for n in names for r in results[n]}, key=algo_key)
+    lines = ["", "The bottleneck queue, the one delay every control is measured by alike: p50 "
+             "/ p99 of its backlog in packets, then in us of queueing delay, median of the "
+             "runs:", "", "| algorithm | " + " | ".join(names) + " | commit |",
+             "|---|" + "---|" * (len(names) + 1)]
+    rows_runs = []
+    for a in algos:
+        cells = []
+        for n in names:
+            v = [median_of(results, n, a, k) for k in
+                 ("queue_p50_pkts", "queue_p99_pkts", "queue_p50_us", "queue_p99_us")]
+            cells.append("-" if v[1] is None else
+                         f"{fmt(v[0])} / {fmt(v[1])} pkts; {fmt(v[2])} / {fmt(v[3])} us")
+        rs = [r for n in names for r in results[n] if r["algo"] == a]
+        rows_runs.append(rs)
+        lines.append(f"| {a} | " + " | ".join(cells) + f" | {commits(rs)} |")
+    return lines + commit_notes(rows_runs)
+
+
+def is_dctcp_tuning(algo):
+    """dctcp as its users tune it (K, pacing, initial window), not under noise or loss."""
+    base, _, rest = algo.partition("+")
+    return base == "dctcp" and "/" not in algo and not any(
+        x in rest for x in ("jit", "loss", "noecn", "rc3"))
+
+
+def best_dctcp(results, name, util_min=95.0):
+    """The dctcp tuning of a scenario with the lowest median p99 queue delay among those
+    whose median utilization is at least util_min %: (algo, p99 us), or None."""
+    best = None
+    for a in {r["algo"] for r in results.get(name, []) if is_dctcp_tuning(r["algo"])}:
+        q, u = (median_of(results, name, a, k) for k in ("queue_p99_us", "util_payload_pct"))
+        if q is not None and u is not None and u >= util_min and (best is None or q < best[1]):
+            best = (a, q)
+    return best
+
+
+def ratio_lines(results):
+    """The headline's ratios, on the queue metric alone: each control's median p99
+    queueing delay over plain dctcp's in the same scenario, and over the best-tuned
+    dctcp's (best_dctcp(): lowest p99 at >= 95% utilization, paced or not, any K)."""
+    names = [n for n in QUEUE_SCENARIOS
+             if median_of(results, n, "dctcp", "queue_p99_us") is not None]
+    if not names:
+        return []
+    algos = sorted({r["algo"] for n in names for r in results[n]}, key=algo_key)
+    best = {n: best_dctcp(results, n) for n in names}
+    lines = ["", "Ratios, on the queue metric: each control's p99 queueing delay at the "
+             "bottleneck over dctcp's (the scenario's K, unpaced), and over the best-tuned "
+             "dctcp's (the lowest p99 of any K, paced or not, at >= 95% utilization: "
+             + "; ".join(f"{n}: " + (f"{b[0]}, {b[1]:.0f} us" if b else "none reached 95%")
+                         for n, b in best.items()) + "); median of the runs:", "",
+             "| algorithm | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+
+    def ratio(x, y):
+        return "-" if x is None or not y else f"{x / y:.2f}x"
+
+    for a in algos:
+        cells = []
+        for n in names:
+            q = median_of(results, n, a, "queue_p99_us")
+            ref = median_of(results, n, "dctcp", "queue_p99_us")
+            cells.append(f"{ratio(q, ref)} / {ratio(q, best[n] and best[n][1])}"
+                         if q is not None else "-")
+        lines.append(f"| {a} | " + " | ".join(cells) + " |")
+    return lines + ["", "Each cell: over dctcp's / over the best-tuned dctcp's; below 1 is a "
+                    "shorter queue."]
 
 
 def spread_rows(rs):
@@ -319,13 +486,15 @@ def spread_rows(rs):
 
     for algo in dict.fromkeys(r["algo"] for r in rs):
         ok = [r for r in rs if r["algo"] == algo and r.get("ok")]
-        keys = ["mbps", "rtt_p50_us", "rtt_p99_us", "queue_p50_pkts"]
+        keys = ["mbps", "rtt_p50_us", "rtt_p99_us", "queue_p50_pkts", "queue_p99_pkts"]
         if len(ok) < 2 or all(ok[0][k] == r[k] for r in ok for k in keys):
             continue
         rows.append(f"| {algo} | median (min-max) of {len(ok)} | {cell(ok, 'mbps')} | "
-                    f"{cell(ok, 'util_pct', '{:.1f}%')} | {cell(ok, 'rtt_p50_us')} | "
-                    f"{cell(ok, 'rtt_p99_us')} | {cell(ok, 'queue_p50_pkts')} / "
-                    f"{cell(ok, 'queue_p99_pkts')} | {cell(ok, 'retransmits')} | "
+                    f"{cell(ok, 'util_payload_pct', '{:.1f}%')} | "
+                    f"{cell(ok, 'option_cost_pct', '{:.2f}%')} | {cell(ok, 'queue_p50_pkts')} / "
+                    f"{cell(ok, 'queue_p99_pkts')} | {cell(ok, 'queue_p50_us')} / "
+                    f"{cell(ok, 'queue_p99_us')} | {cell(ok, 'rtt_p50_us')} / "
+                    f"{cell(ok, 'rtt_p99_us')} | {cell(ok, 'retransmits')} | "
                     f"{cell(ok, 'jain', '{:.3f}')} | | | | {commits(ok)} |")
         rows_runs.append(ok)
     return rows, rows_runs
@@ -590,18 +759,19 @@ def scenario_section(sc, rs, meta, plots_dir=None):
         out += [f"TIMELY parameters in this scenario: `{sc['timely_params']}`.", ""]
     if sc.get("paper"):
         out += [f"Paper: {sc['paper']}", ""]
-    out += ["| algorithm | run | Mbit/s | util | RTT p50 us | RTT p99 us | queue p50/p99 pkts "
-            "| retrans | Jain | converge s | idle RTT us | wall s | commit |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    out += initial_window_lines(sc, rs)
+    out += [RUN_TABLE_NOTE, "", RUN_TABLE_HEAD, RUN_TABLE_RULE]
     for r in rs:
         if not r.get("ok"):
             out.append(f"| {r['algo']} | {r.get('rep', 0)} | FAILED: {r.get('error', '?')[:120]} "
-                       f"| | | | | | | | | | {commits([r])} |")
+                       f"| | | | | | | | | | | {commits([r])} |")
             continue
         out.append(
-            f"| {r['algo']} | {r.get('rep', 0)} | {r['mbps']:.1f} | {r['util_pct']:.1f}% | "
-            f"{fmt(r['rtt_p50_us'])} | {fmt(r['rtt_p99_us'])} | "
-            f"{fmt(r['queue_p50_pkts'])}/{fmt(r['queue_p99_pkts'])} | {fmt(r['retransmits'])} | "
+            f"| {r['algo']} | {r.get('rep', 0)} | {r['mbps']:.1f} | {fmt_pct(r.get('util_payload_pct'))} | "
+            f"{fmt_pct(r.get('option_cost_pct'), '{:.2f}%')} | "
+            f"{fmt(r['queue_p50_pkts'])}/{fmt(r['queue_p99_pkts'])} | "
+            f"{fmt(r.get('queue_p50_us'))}/{fmt(r.get('queue_p99_us'))} | "
+            f"{fmt(r['rtt_p50_us'])}/{fmt(r['rtt_p99_us'])} | {fmt(r['retransmits'])} | "
             f"{fmt(r['jain'], '{:.3f}')} | {fmt(r['convergence_s'], '{:.1f}')} | "
             f"{fmt(r['idle_rtt_us'])} | {fmt(r.get('wall_s'))} | {commits([r])} |")
     spread, spread_runs = spread_rows(rs)
@@ -745,6 +915,7 @@ def write_report(paths, names=(), plots=True, allow_dirty=False):
     sections link none). Returns the names of the sections rewritten."""
     meta, results = load_results(paths)
     scs = {s["name"]: s for s in load_scenarios(paths.scenarios)}
+    add_derived(results, scs)
     every = not names
     names = list(names) or sorted(results)
     missing = [n for n in names if n not in results]

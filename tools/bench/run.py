@@ -118,8 +118,10 @@ def run(paths, names, clock, jobs_at_once, missing):
             r = fut.result()
             done += 1
             if r.get("ok"):
-                line = (f"ok: {r['mbps']:.0f} Mbit/s ({r['util_pct']:.1f}%), RTT p50/p99 "
-                        f"{fmt(r['rtt_p50_us'])}/{fmt(r['rtt_p99_us'])} us, Jain {fmt(r['jain'], '{:.3f}')}")
+                line = (f"ok: {r['mbps']:.0f} Mbit/s ({fmt(r.get('util_payload_pct'), '{:.1f}')}% "
+                        f"of its payload capacity), queue p50/p99 "
+                        f"{fmt(r.get('queue_p50_us'))}/{fmt(r.get('queue_p99_us'))} us, sRTT p99 "
+                        f"{fmt(r['rtt_p99_us'])} us, Jain {fmt(r['jain'], '{:.3f}')}")
             else:
                 failed += 1
                 line = f"FAILED: {r.get('error', '?')[:200]}"

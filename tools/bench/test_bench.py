@@ -126,7 +126,9 @@ class Layout(Bench):
         self.assertEqual(len(anchors), len(set(anchors)))
         self.assertEqual(set(re.findall(r"\]\(#([^)]+)\)", contents)), set(anchors) - {"contents"})
         # The sections: their tables; Theorem 5 for patched TIMELY.
-        self.assertIn("| cubic | 1 | 900.0 | 94.1% | 300 | 450 | 10/20 |", text)
+        # Queue first (packets, then us: 10 x 1514 B x 8 / 1000 Mbit/s = 121 us), the
+        # smoothed RTT after it.
+        self.assertIn("| cubic | 1 | 900.0 | 94.1% | 0.00% | 10/20 | 121/242 | 300/450 |", text)
         self.assertIn("Utilization of one cubic flow: 94.1%, 94.1%", text)
         self.assertIn("Patched TIMELY's operating point against Theorem 5", text)
         self.assertTrue(text.endswith("\n") and not text.endswith("\n\n"))
@@ -146,8 +148,9 @@ class Layout(Bench):
             report.write_report(self.paths, plots=False)
         self.assertIn("headline kept: no runs here of one_flow", out.getvalue())
         second = self.report_text()
-        self.assertIn("| cubic | 0 | 900.0 | 94.1% | 7000 |", second)
-        self.assertNotIn("| cubic | 0 | 900.0 | 94.1% | 5000 |", second)
+        self.assertIn("| cubic | 0 | 900.0 | 94.1% | 0.00% | 10/20 | 121/242 | 7000/10500 |",
+                      second)
+        self.assertNotIn("| 5000/7500 |", second)
         old, new = report.parse_report(first), report.parse_report(second)
         self.assertEqual(old.sections["calibration"], new.sections["calibration"])
         self.assertEqual(old.headline, new.headline)
@@ -398,6 +401,109 @@ class Window(unittest.TestCase):
             runs = common.read_archive(common.archive_path(paths, "random_loss"))["runs"]
             self.assertEqual([(r["rep"], r["ok"]) for r in runs], [(0, True), (1, False)])
             self.assertEqual(runs[0]["per_flow_mbps"], [100.0] * 4)
+
+
+def stamp_run(scenario, algo, mbps, q_pkts, rep=0, stamp_samples=100, **kw):
+    """A successful run of a long-flow scenario whose queue p50/p99 are q_pkts, as an
+    archive holds it (summarized before the derived metrics existed)."""
+    r = fake_run(scenario, algo, rep, flows=4, mbps=mbps)
+    r.update(queue_p50_pkts=q_pkts[0], queue_p99_pkts=q_pkts[1], **kw)
+    if algo.split("+")[0] in netbench.STAMP_ALGOS:
+        r["stamp_samples"] = stamp_samples
+    return r
+
+
+class QueueMetric(unittest.TestCase):
+    """Item 1 of issue 30's review: every control's delay from the bottleneck queue, in
+    packets and in us, and the headline's ratios on it."""
+
+    SC10 = {"name": "x", "rate_mbit": 10000, "mtu": 9000, "delay_us": 20}
+    SC1 = {"name": "y", "rate_mbit": 1000, "mtu": 1500, "delay_us": 200}
+
+    def test_queue_delay_is_frames_on_the_wire(self):
+        # 1514 B frames at 1 Gbit/s: 12.112 us each; 9014 B at 10 Gbit/s: 7.2112 us.
+        self.assertEqual(netbench.frame_bytes(self.SC1), 1514)
+        self.assertEqual(netbench.queue_delay_us(self.SC1, 10), 121.1)
+        self.assertEqual(netbench.queue_delay_us(self.SC10, 100), 721.1)
+        self.assertIsNone(netbench.queue_delay_us(self.SC10, None))
+
+    def test_summary_has_the_queue_in_us(self):
+        sc = load_scenarios(Paths().scenarios, ["random_loss"])[0]
+        out = netbench.summarize(sc, flow_run(sc, [4.0, 4.5, 4.0, 4.5]))
+        self.assertEqual(out["queue_p99_pkts"], 5)
+        self.assertEqual(out["queue_p99_us"], netbench.queue_delay_us(sc, 5))
+
+    def test_headline_ratios_on_the_queue_not_the_rtt(self):
+        """A control whose smoothed RTT is far below dctcp's but whose queue is not: the
+        ratio is the queue's."""
+        results = {"incast16_10g": [
+            dict(stamp_run("incast16_10g", "dctcp", 9900, (10, 20)), rtt_p99_us=1000),
+            dict(stamp_run("incast16_10g", "dctcp+fq+k5", 9900, (4, 5)), rtt_p99_us=900),
+            dict(stamp_run("incast16_10g", "dctcp+k2", 9000, (1, 2)), rtt_p99_us=900),
+            dict(stamp_run("incast16_10g", "timely_patched", 9900, (8, 10)), rtt_p99_us=100)]}
+        sc = {"incast16_10g": dict(self.SC10, name="incast16_10g")}
+        report.add_derived(results, sc)
+        lines = "\n".join(report.headline(results))
+        # 10 / 20 frames = 0.50 of dctcp's; 10 / 5 = 2.00 of the best-tuned dctcp's (k2's
+        # utilization is below 95%, so it is not the best-tuned).
+        self.assertIn("| timely_patched | 0.50x / 2.00x |", lines)
+        self.assertIn("incast16_10g: dctcp+fq+k5, 36 us", lines)
+        self.assertIn("| dctcp | 10 / 20 pkts; 72 / 144 us |", lines)
+        # The detail table: queue in frames and us, the sRTT after it.
+        self.assertIn("| 8 / 10 | 58 / 72 | 100 |", lines)
+
+
+class PayloadUtil(unittest.TestCase):
+    """Item 2: each control's utilization against the payload its own segments carry."""
+
+    SC = {"name": "y", "rate_mbit": 1000, "mtu": 1500, "delay_us": 200}
+
+    def test_stamp_controls_carry_8_bytes_less(self):
+        r = stamp_run("y", "timely_patched", 952.0, (1, 2))
+        d = netbench.derived_metrics(self.SC, r)
+        self.assertEqual((d["mss"], d["mss_source"]), (1440, "the sender's TCPDelayStampSample count"))
+        # 952 / (1000 x 1440 / 1514) = 100.1%; of the timestamp MSS, 952 / 956.4 = 99.5%.
+        self.assertEqual(d["util_payload_pct"], 100.1)
+        self.assertEqual(d["option_cost_pct"], 0.55)
+        # The option refused (+rtt: no stamp samples): the full MSS, no cost.
+        d = netbench.derived_metrics(self.SC, stamp_run("y", "timely_patched+rtt", 952.0, (1, 2),
+                                                        stamp_samples=0))
+        self.assertEqual((d["mss"], d["option_cost_pct"]), (1448, 0.0))
+        # No counters (an old run): the controller's RTT sources say it.
+        r = fake_run("y", "dx", mbps=952.0)
+        r["ctl_sources"] = [2]
+        self.assertEqual(netbench.derived_metrics(self.SC, r)["mss"], 1440)
+        self.assertEqual(netbench.derived_metrics(self.SC, fake_run("y", "cubic"))["mss"], 1448)
+
+    def test_snd_mss_samples_win(self):
+        r = fake_run("y", "dx", mbps=952.0)
+        for s in r["samples"]:
+            s["snd_mss"] = 1436
+        d = netbench.derived_metrics(self.SC, r)
+        self.assertEqual((d["mss"], d["mss_source"]), (1436, "snd_mss samples"))
+
+    def test_initial_window_stated(self):
+        rs = [fake_run("y", a) for a in ("cubic", "dctcp+iw17", "timely")]
+        text = " ".join(report.initial_window_lines({"name": "y"}, rs))
+        self.assertIn("cubic, timely: the kernel's initial window (10 segments", text)
+        self.assertIn("dctcp+iw17: initcwnd 17 segments, initrwnd 17", text)
+        text = " ".join(report.initial_window_lines({"initcwnd": 4, "initrwnd": 4000},
+                                                    rs[:1] + rs[2:]))
+        self.assertIn("the same for every algorithm here: initcwnd 4 segments, initrwnd 4000", text)
+
+    def test_paced_dctcp_in_every_headline_scenario(self):
+        """dctcp+fq beside dctcp, and each K of a sweep paced as well, wherever the
+        headline draws on dctcp."""
+        names = set(report.HEADLINE_SCENARIOS) | {n for _, n, _, _ in report.PAPER_SCALE_COLUMNS}
+        names.add(report.PAPER_SCALE_FCT)
+        for sc in load_scenarios(Paths().scenarios, sorted(names)):
+            algos = set(sc["algos"])
+            if "dctcp" not in algos:
+                continue
+            self.assertIn("dctcp+fq", algos, sc["name"])
+            for a in algos:
+                if a.startswith("dctcp+k"):
+                    self.assertIn("dctcp+fq+" + a[len("dctcp+"):], algos, sc["name"])
 
 
 class Theory(unittest.TestCase):

@@ -38,6 +38,14 @@ class SplitAlgo(unittest.TestCase):
         self.assertEqual(netbench.split_algo("timely+noecn"), ("timely", {"no_ecn": True}))
         self.assertEqual(netbench.split_algo("cubic+iw17"), ("cubic", {"init_cwnd": 17}))
 
+    def test_variants_combine(self):
+        self.assertEqual(netbench.split_algo("dctcp+fq+k20"), ("dctcp", {"fq": True, "ecn_k": 20}))
+        self.assertEqual(netbench.split_algo("dctcp+fq+jit100"),
+                         ("dctcp", {"fq": True, "ack_jitter_us": 100}))
+        for bad in ("dctcp+k5+k20", "dctcp+fq+loss1"):
+            with self.assertRaises(SystemExit):
+                netbench.split_algo(bad)
+
     def test_mixed_runs(self):
         self.assertEqual(netbench.split_mix("timely_patched/dctcp+k20"),
                          (["timely_patched", "dctcp"], {"ecn_k": 20}))
