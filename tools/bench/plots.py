@@ -107,3 +107,34 @@ def plot_fct(plots, sc, ok, label):
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, ncol=2)
     return save(fig, plots, sc, "fct", "flow completion time by size", label)
+
+
+def plot_frontier(plots, sc, pts, label):
+    """Utilization against p99 queueing delay, one point per (control, knob value) of a
+    frontier set (frontier.points()), each control its own colour, its knob beside the
+    point, the Pareto frontier as a line through its points."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 5))
+    good = [p for p in pts if p["util"] is not None and p["q99_us"] is not None]
+    for i, control in enumerate(sorted({p["control"] for p in good})):
+        mine = [p for p in good if p["control"] == control]
+        ax.scatter([p["q99_us"] for p in mine], [p["util"] for p in mine], color=f"C{i % 10}",
+                   marker="os^Dv<>"[i // 10 % 7], label=control, zorder=3)
+        for p in mine:
+            if p["knob"] not in ("-", "defaults"):
+                ax.annotate(p["knob"], (p["q99_us"], p["util"]), fontsize=6,
+                            xytext=(3, 3), textcoords="offset points")
+    front = sorted((p for p in good if p.get("pareto")), key=lambda p: p["q99_us"])
+    if front:
+        ax.plot([p["q99_us"] for p in front], [p["util"] for p in front], "k--", lw=0.8,
+                label="Pareto frontier", zorder=2)
+    ax.set_xscale("log")
+    ax.set_xlabel("p99 queueing delay at the bottleneck (us, log)")
+    ax.set_ylabel("utilization of the control's own payload capacity (%)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, ncol=2)
+    return save(fig, plots, sc, "frontier", "utilization against p99 queue delay, "
+                "each control at each knob value", label)

@@ -25,6 +25,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 
+import frontier
 import netbench
 import theory
 from common import (algo_key, config, fmt, load_archive, load_scenarios, median_range,
@@ -57,6 +58,11 @@ GROUPS = [
     ("rc3", "RC3: flow completion times with and without it",
      "How much does RC3 shorten flows, in the thesis's Internet-2 settings and at a "
      "datacenter RTT, under each control?"),
+    ("frontier", "Frontier: utilization against queueing delay, each control at each knob value",
+     "At equal utilization, which control holds the shortest queue, each swept over its "
+     "own knob (dctcp's K paced and not, dx's headroom, TIMELY's delta and T_low; cubic "
+     "and bbr as they come and over fq), for 16 and 64 flows at 10 Gbit/s with MTU 1500 "
+     "and 9000, and dx where the bandwidth-delay product is many packets per flow?"),
     ("timely", "TIMELY studies: settings and patches",
      "What does each of TIMELY's settings do to the results above: the RTT window and its "
      "bound, the gradient's normalization, the segment, the rate ceiling, the additive step, "
@@ -744,9 +750,10 @@ def theorem5_rows(sc, rs, params):
     return rows
 
 
-def scenario_section(sc, rs, meta, plots_dir=None):
+def scenario_section(sc, rs, meta, plots_dir=None, results=None, scs=None):
     """The lines of one scenario's section, without its heading: its description, runs,
-    tables and, given a directory to draw them in, its plots."""
+    tables and, given a directory to draw them in, its plots; a frontier set's base
+    scenario also the set's frontier (all `results`, `scs` by name)."""
     name = sc["name"]
     out = []
     if sc.get("description"):
@@ -785,6 +792,11 @@ def scenario_section(sc, rs, meta, plots_dir=None):
     out += rc3_rows(rs)
     if name.startswith("calibration"):
         out += [""] + calibration_notes(sc, rs)
+    fr = sc.get("frontier", {})
+    if results is not None and scs and fr.get("knob") == "defaults":
+        label = (f"{sc.get('file', name)} and the set's other scenarios, "
+                 f"{config('KERNEL_DEB_VERSION')} ARCH=um + patches/series")
+        out += frontier.section_lines(results, scs, fr["set"], commits, plots_dir, label)
     out.append("")
     if plots_dir is not None:
         import plots
@@ -936,13 +948,20 @@ def write_report(paths, names=(), plots=True, allow_dirty=False):
     rep = old if old is not None and old.sections else Report()
     if plots:
         os.makedirs(paths.plots, exist_ok=True)
+    # A frontier set's frontier is in its base scenario's section: rewritten with any of
+    # the set's scenarios.
+    for n in list(names):
+        base = frontier.base_scenario(scs.get(n, {}).get("frontier", {}).get("set", ""))
+        if base in results and base not in names:
+            names.append(base)
     for name in names:
         sc = scs.get(name, {"name": name})
         if not results[name]:
             rep.sections[name] = left_out_section(sc, *left_out[name])
             continue
         rep.sections[name] = trim(scenario_section(sc, sorted_runs(results[name]), meta,
-                                                   paths.plots if plots else None))
+                                                   paths.plots if plots else None,
+                                                   results, scs))
         if name in left_out:
             d, n = left_out[name]
             rep.sections[name][:0] = [f"Left out: {len(d)} of its {n} runs, from trees with "

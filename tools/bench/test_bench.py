@@ -7,6 +7,7 @@ measurement window; and the committed results/BENCH.md against the layout the ge
 gives it."""
 
 import contextlib
+import importlib.util
 import io
 import json
 import lzma
@@ -24,6 +25,7 @@ import report  # noqa: E402
 import run  # noqa: E402
 import theory  # noqa: E402
 import common  # noqa: E402
+import frontier  # noqa: E402
 from common import Paths, load_scenarios  # noqa: E402
 
 META = {"commit": "abc1234", "date": "2026-01-01 00:00 UTC",
@@ -409,7 +411,7 @@ def stamp_run(scenario, algo, mbps, q_pkts, rep=0, stamp_samples=100, **kw):
     r = fake_run(scenario, algo, rep, flows=4, mbps=mbps)
     r.update(queue_p50_pkts=q_pkts[0], queue_p99_pkts=q_pkts[1], **kw)
     if algo.split("+")[0] in netbench.STAMP_ALGOS:
-        r["stamp_samples"] = stamp_samples
+        r.update(stamp_samples=stamp_samples, stamp_hw_samples=0)
     return r
 
 
@@ -504,6 +506,114 @@ class PayloadUtil(unittest.TestCase):
             for a in algos:
                 if a.startswith("dctcp+k"):
                     self.assertIn("dctcp+fq+" + a[len("dctcp+"):], algos, sc["name"])
+
+
+class Frontier(unittest.TestCase):
+    """Item 3: the frontier of utilization against p99 queue delay, from runs in the
+    archive's format (summaries without the derived metrics, added at report time)."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        d = self.tmp.name
+        self.paths = Paths(scenarios=os.path.join(d, "scenarios"), raw=os.path.join(d, "raw"),
+                           report=os.path.join(d, "results", "BENCH.md"))
+        os.makedirs(self.paths.scenarios)
+        files = frontier.scenario_files()
+        self.scs = {}
+        for fname, sc in files.items():
+            if sc["frontier"]["set"] == "incast16_10g_mtu9000":
+                with open(os.path.join(self.paths.scenarios, fname), "w") as f:
+                    json.dump(sc, f)
+                self.scs[sc["name"]] = sc
+        os.makedirs(self.paths.raw)
+        with open(os.path.join(self.paths.raw, "meta.json"), "w") as f:
+            json.dump(META, f)
+        base = "frontier_incast16_10g_mtu9000"
+        # (scenario, algo, Mbit/s, queue p99 frames): 9014-byte frames at 10 Gbit/s are
+        # 7.2 us each; capacity 10000 x 8948 / 9014 = 9926.8 Mbit/s (8940 with the option:
+        # 9918.0).
+        for rep_ in range(2):
+            for name, algo, mbps, q in [
+                    (base, "cubic", 9900.0, 190), (base, "dctcp", 9900.0, 20),
+                    (base, "dctcp+k2", 9300.0, 3), (base, "dctcp+fq+k5", 9860.0, 8),
+                    (base, "timely_patched", 9850.0, 12), (base, "dx", 9700.0, 4),
+                    (base + "_delta5000", "timely_patched", 9830.0, 9),
+                    (base + "_headroom5000", "dx", 9400.0, 2)]:
+                r = stamp_run(name, algo, mbps, (q // 2, q), rep=rep_)
+                r.pop("queue_p99_us", None)
+                d = os.path.join(self.paths.raw, name)
+                os.makedirs(d, exist_ok=True)
+                with open(os.path.join(d, f"{algo}.{rep_}.json"), "w") as f:
+                    json.dump(r, f)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_committed_frontier_scenarios_are_the_generators(self):
+        files = frontier.scenario_files()
+        for fname, sc in files.items():
+            path = os.path.join(Paths().scenarios, fname)
+            with open(path) as f:
+                self.assertEqual(json.load(f), sc, fname)
+        sets = {sc["frontier"]["set"] for sc in files.values()}
+        self.assertEqual(sets, {"incast16_10g_mtu1500", "incast16_10g_mtu9000",
+                                "incast64_10g_mtu1500", "incast64_10g_mtu9000",
+                                "dx_bdp_10g_100us"})
+        base = files["frontier_incast64_10g_mtu1500.json"]
+        self.assertEqual((base["rate_mbit"], base["mtu"], base["ecn_k_pkts"]), (10000, 1500, 65))
+        for a in ("dctcp+k5", "dctcp+fq+k5", "dctcp+fq", "bbr", "cubic", "dx"):
+            self.assertIn(a, base["algos"])
+        self.assertEqual(files["frontier_incast16_10g_mtu9000_tlow25.json"]["timely_params"],
+                         "t_low_us=25")
+        self.assertEqual(files["frontier_dx_bdp_10g_100us_headroom40000.json"]["dx_params"],
+                         "headroom_ns=40000 base_rtt_slack_ns=5000")
+
+    def test_points_pareto_and_equal_utilization(self):
+        results = {}
+        for name in self.scs:
+            results[name], _ = common.raw_runs(self.paths.raw, name)
+        report.add_derived(results, self.scs)
+        pts = frontier.mark_pareto(frontier.points(results, self.scs, "incast16_10g_mtu9000"))
+        by = {(p["control"], p["knob"]): p for p in pts}
+        self.assertEqual(set(by), {("cubic", "-"), ("dctcp", "K=11"), ("dctcp", "K=2"),
+                                   ("dctcp+fq", "K=5"), ("timely_patched", "defaults"),
+                                   ("dx", "headroom_ns=20000"), ("dx", "headroom_ns=5000"),
+                                   ("timely_patched", "delta_kbps=5000")})
+        self.assertEqual(by[("dctcp", "K=11")]["q99_us"], 144.2)  # 20 x 9014 x 8 / 10000
+        self.assertEqual(by[("dx", "headroom_ns=5000")]["util"], 94.8)  # 9400 / 9918.0
+        on = {k for k, p in by.items() if p["pareto"]}
+        # cubic fills the most (9900 of 9926.8) but with the longest queue; dctcp K=11
+        # as much with a shorter one; dctcp+fq K=5 at 99.3%; dx at 97.8% with 4 frames.
+        # patched TIMELY at delta 5 Mbit/s (99.1%, 65 us) is behind dctcp+fq K=5 (99.3%,
+        # 58 us); dctcp K=2 (93.7%, 22 us) behind dx at 5 us of headroom (94.8%, 14 us).
+        self.assertEqual(on, {("dctcp", "K=11"), ("dctcp+fq", "K=5"), ("dx", "headroom_ns=20000"),
+                              ("dx", "headroom_ns=5000")})
+        best = frontier.best_at(pts, 99.0)
+        self.assertEqual(best["dctcp+fq"]["knob"], "K=5")
+        self.assertIsNone(best["dx"])
+        self.assertEqual(frontier.best_at(pts, 95.0)["dx"]["knob"], "headroom_ns=20000")
+
+    def test_report_section_and_plot(self):
+        with contextlib.redirect_stdout(io.StringIO()):
+            report.write_report(self.paths, ["frontier_incast16_10g_mtu9000_delta5000"],
+                                plots=False)
+        with open(self.paths.report) as f:
+            text = f.read()
+        section = text.split("### frontier_incast16_10g_mtu9000\n", 1)[1].split("\n### ", 1)[0]
+        self.assertIn("## Frontier: utilization against queueing delay", text)
+        self.assertIn("| dctcp+fq | K=5 | 2/2 | 99.3% | 58 | * | abc1234 |", section)
+        self.assertIn("| cubic | - | 2/2 | 99.7% | 1370 |  | abc1234 |", section)
+        self.assertIn("| dx | 29 us (headroom_ns=20000) * | not reached |", section)
+        self.assertIn("| timely_patched | 65 us (delta_kbps=5000) | 65 us (delta_kbps=5000) |",
+                      section)
+        if importlib.util.find_spec("matplotlib") is None:
+            self.skipTest("no matplotlib")
+        with contextlib.redirect_stdout(io.StringIO()):
+            report.write_report(self.paths, ["frontier_incast16_10g_mtu9000"])
+        self.assertTrue(os.path.exists(os.path.join(self.paths.plots,
+                                                    "frontier_incast16_10g_mtu9000-frontier.png")))
+        with open(self.paths.report) as f:
+            self.assertIn("(plots/frontier_incast16_10g_mtu9000-frontier.png)", f.read())
 
 
 class Theory(unittest.TestCase):
