@@ -19,6 +19,7 @@ pub mod rc3;
 pub mod reno;
 pub mod sample;
 pub mod seq;
+pub mod swift;
 pub mod timely;
 
 #[cfg(test)]
