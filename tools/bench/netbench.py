@@ -184,6 +184,100 @@ def split_mix(algo):
     return ccs, variant
 
 
+def sender_namespaces(sc):
+    """The sender namespaces of a scenario: the dumbbell's cli, and with "senders": N,
+    N - 1 more (cli1, ...), each with its own device c0 and its own link to the router,
+    so that a control that counts its flows per namespace and device (TIMELY's fair-share
+    start) counts only its own."""
+    return ["cli"] + [f"cli{i}" for i in range(1, int(sc.get("senders", 1)))]
+
+
+def sender_gateway(i):
+    """The router's address on sender i's link: the dumbbell's 10.10.1.2 for cli, and
+    10.10.(100 + i).2 for the others (sender at .1 on its /24, as cli is on 10.10.1.0/24)."""
+    return "10.10.1.2" if i == 0 else f"10.10.{100 + i}.2"
+
+
+def sender_subnet(i):
+    return "10.10.1.0/24" if i == 0 else f"10.10.{100 + i}.0/24"
+
+
+def flow_sender(sc, i):
+    """The index of the sender namespace flow i runs from: round robin."""
+    return i % len(sender_namespaces(sc))
+
+
+def extra_senders_commands(sc):
+    """The commands that attach the scenario's extra sender namespaces to the dumbbell's
+    router (after setup_dumbbell, which builds cli, rtr and srv): each namespace cliI
+    with a veth c0 (10.10.(100 + I).1/24) whose peer rcI (10.10.(100 + I).2/24) is in rtr,
+    set up as setup_dumbbell sets up cli and its link (IPv6 off, offloads off, the MTU,
+    ECN asked for, the delay-stamp option answered, default route via the router). The
+    router forwards already, and srv's default route leads back through it."""
+    mtu = sc.get("mtu", 1500)
+    cmds = []
+    for i, ns in enumerate(sender_namespaces(sc)):
+        if i == 0:
+            continue
+        me, gw = sender_gateway(i)[:-1] + "1", sender_gateway(i)
+        cmds += [f"ip netns add {ns}",
+                 f"ip netns exec {ns} sysctl -qw net.ipv6.conf.default.disable_ipv6=1 "
+                 "net.ipv6.conf.all.disable_ipv6=1",
+                 f"ip link add c0 netns {ns} type veth peer name rc{i} netns rtr",
+                 f"ip -n {ns} addr add {me}/24 dev c0",
+                 f"ip -n rtr addr add {gw}/24 dev rc{i}",
+                 f"ip -n {ns} link set lo up",
+                 f"ip netns exec {ns} ethtool -K c0 gso off tso off gro off",
+                 f"ip netns exec rtr ethtool -K rc{i} gso off tso off gro off",
+                 f"ip -n {ns} link set c0 mtu {mtu} up",
+                 f"ip -n rtr link set rc{i} mtu {mtu} up",
+                 f"ip -n {ns} route add default via {gw}",
+                 f"ip netns exec {ns} sysctl -qw net.ipv4.tcp_ecn=1",
+                 f"ip netns exec {ns} sysctl -qw net.ipv4.tcp_delay_stamps=1"]
+    return cmds
+
+
+def extra_senders_cleanup(sc):
+    """Commands that remove the extra sender namespaces (lib.sh's ns_cleanup knows only
+    cli, rtr and srv), their processes first."""
+    return [f"ip netns pids {ns} 2>/dev/null | xargs -r kill -KILL; ip netns del {ns} 2>/dev/null"
+            for ns in sender_namespaces(sc)[1:]]
+
+
+def sender_commands(sc, variant, ccs):
+    """The per-sender settings of a run, for every sender namespace alike: fq at its
+    egress (+fq), ECN not asked (+noecn), random loss at its egress (+lossP), the
+    scenario's "cli" sysctls, the initial window (the route's initcwnd and, at the
+    receiver, initrwnd for the sender's subnet), RC3 on (+rc3) and the delay-stamp
+    option offered on every connection (a run with a stamp control)."""
+    cmds = []
+    initcwnd = variant.get("init_cwnd") or sc.get("initcwnd")
+    initrwnd = variant.get("init_cwnd") or sc.get("initrwnd")
+    for i, ns in enumerate(sender_namespaces(sc)):
+        if variant.get("fq"):
+            cmds.append(f"tc -n {ns} qdisc replace dev c0 root fq")
+        if variant.get("no_ecn"):
+            cmds.append(f"ip netns exec {ns} sysctl -qw net.ipv4.tcp_ecn=0")
+        if variant.get("loss_pct"):
+            cmds.append(f"tc -n {ns} qdisc replace dev c0 root netem loss "
+                        f"{variant['loss_pct']}% limit 100000")
+        values = sc.get("sysctls", {}).get("cli")
+        if values:
+            sets = " ".join(f"{k}='{v}'" for k, v in values.items())
+            cmds.append(f"ip netns exec {ns} sysctl -qw {sets}")
+        if initcwnd:
+            cmds.append(f"ip -n {ns} route replace default via {sender_gateway(i)} "
+                        f"initcwnd {initcwnd}")
+        if initrwnd:
+            cmds.append(f"ip -n srv route replace {sender_subnet(i)} via 10.10.2.1 "
+                        f"initrwnd {initrwnd}")
+        if variant.get("rc3"):
+            cmds.append(f"ip netns exec {ns} sysctl -qw net.ipv4.tcp_rc3=1")
+        if STAMP_ALGOS & set(ccs):
+            cmds.append(f"ip netns exec {ns} sysctl -qw net.ipv4.tcp_delay_stamps=2")
+    return cmds
+
+
 BOTTLENECK = ("r1", 0x00100000)  # rtr's device towards srv, qdisc 10: (handles are hex)
 # With "class_queues": the htb root, whose backlog is both classes' queues together.
 BOTTLENECK_CLASSES = ("r1", 0x00010000)
@@ -194,29 +288,34 @@ class Sampler(threading.Thread):
     backlog) every SAMPLE_S until stopped, over netlink: spawning ss and tc 200 times a
     second was most of a run's wall time in the guest."""
 
-    def __init__(self, t0, bottleneck=BOTTLENECK):
+    def __init__(self, t0, bottleneck=BOTTLENECK, senders=("cli",)):
         super().__init__()
         self.t0, self.stop, self.flows, self.queue = t0, threading.Event(), [], []
         self.bottleneck = bottleneck
+        self.senders = list(senders)
         self.error = None
 
     def run(self):
         try:
-            diag = nlsample.NetlinkSampler(tcp_netns="cli", qdisc_netns="rtr")
+            diags = [nlsample.NetlinkSampler(tcp_netns=ns, qdisc_netns="rtr")
+                     for ns in self.senders]
             while not self.stop.is_set():
-                self.sample(diag)
+                self.sample(diags)
                 self.stop.wait(SAMPLE_S)
-            diag.close()
+            for diag in diags:
+                diag.close()
         except OSError as e:
             self.error = f"sampler: {e}"
 
-    def sample(self, diag):
+    def sample(self, diags):
         t = round(time.monotonic() - self.t0, 3)
-        for so in diag.tcp_established():
+        socks = [(k, so) for k, diag in enumerate(diags) for so in diag.tcp_established()]
+        for k, so in socks:
             if "rtt_us" not in so:
                 continue
-            # flow: the schedule entry (its server port); conn: the connection.
-            s = {"t": t, "flow": so["dport"] - BASE_PORT, "conn": so["sport"],
+            # flow: the schedule entry (its server port); conn: the connection (its port,
+            # offset by 65536 per sender namespace, whose ports may coincide).
+            s = {"t": t, "flow": so["dport"] - BASE_PORT, "conn": so["sport"] + 65536 * k,
                  **{k: so[k] for k in ("rtt_us", "cwnd", "pacing_bps", "bytes_acked")},
                  "snd_mss": so.get("snd_mss"),
                  "ecn": bool(so.get("options", 0) & TCPI_OPT_ECN),
@@ -227,7 +326,7 @@ class Sampler(threading.Thread):
             # iperf3's control connection shares the port; it carries a few bytes.
             elif s["bytes_acked"] > 100_000:
                 self.flows.append(s)
-        backlog = diag.qdisc_backlog(*self.bottleneck)
+        backlog = diags[0].qdisc_backlog(*self.bottleneck)
         if backlog is not None:
             self.queue.append({"t": t, "pkts": backlog})
 
@@ -323,15 +422,20 @@ def hardware_stamps(noise_ns):
         sh(f"ip netns exec {ns} sysctl -qw net.ipv4.tcp_delay_stamps_hw=1", check=False)
 
 
-def stamp_counters():
-    """The sender's delay-stamp counters (samples delivered, of which hardware ones, and
-    software ones that took t1 at the device), through lib.sh's tcpext."""
+def stamp_counters(senders=("cli",)):
+    """The senders' delay-stamp counters (samples delivered, of which hardware ones, and
+    software ones that took t1 at the device), through lib.sh's tcpext, summed over the
+    sender namespaces."""
     keys = {"stamp_samples": "TCPDelayStampSample", "stamp_hw_samples": "TCPDelayStampHwSample",
             "stamp_dev_samples": "TCPDelayStampDevTx"}
-    out = sh(f"source {LIB}; tcpext cli {' '.join(keys.values())}", check=False).stdout.split()
-    if len(out) != len(keys):
-        out = [0] * len(keys)
-    return {k: int(v) for k, v in zip(keys, out)}
+    total = dict.fromkeys(keys, 0)
+    for ns in senders:
+        out = sh(f"source {LIB}; tcpext {ns} {' '.join(keys.values())}", check=False).stdout.split()
+        if len(out) != len(keys):
+            out = [0] * len(keys)
+        for k, v in zip(keys, out):
+            total[k] += int(v)
+    return total
 
 
 def jitter_starts(sc, flows, rep):
@@ -429,13 +533,26 @@ def run_scenario(sc, algo, log=print, rep=0):
     if max(mix, default=0) >= len(ccs):
         sys.exit(f"error: flow group mix {max(mix)} needs a control '{algo}' does not name")
     flow_cc = [ccs[m] for m in mix]
-    rc3 = variant.get("rc3", False)
     ecn_k = (variant.get("ecn_k", sc.get("ecn_k_pkts", ""))
              if ECN_ALGOS & set(ccs) else "")
     # Non-ECT packets above K: queued (RED nodrop) by default, dropped as a switch would
     # with "non_ect_above_k": "drop" (the mixed scenarios).
+    senders = sender_namespaces(sc)
+    if len(senders) > 1:
+        unsupported = [what for what, on in (
+            ("mixed controls", len(ccs) > 1), ("preconnect", sc.get("preconnect")),
+            ("hardware stamps", "hw_noise_ns" in variant), ("gso_max_segs", sc.get("gso_max_segs")),
+            ("priority_queues", sc.get("priority_queues")), ("a workload", sc.get("workload")),
+            ("calibration", variant.get("calibrate_mbps"))) if on]
+        if unsupported:
+            sys.exit(f"error: 'senders' with {', '.join(unsupported)} is not supported")
+    for cmd in extra_senders_cleanup(sc):
+        sh(cmd, check=False)
     lib(f"setup_dumbbell {sc['rate_mbit']} {sc['delay_us']} {sc['queue_pkts']} "
         f"'{ecn_k}' {sc.get('mtu', 1500)} {sc.get('non_ect_above_k', 'queue')}")
+    for cmd in extra_senders_commands(sc):
+        # ethtool may be missing its offloads on a device: as setup_dumbbell, not fatal.
+        sh(cmd, check="ethtool" not in cmd)
     for ecn_cc in ECN_ALGOS & set(ccs):
         # The receiver runs the ECN control too, as a DCTCP deployment does: its ACKs then
         # echo each CE mark once (dctcp_ece_ack_update()), not from the first mark until
@@ -457,10 +574,6 @@ def run_scenario(sc, algo, log=print, rep=0):
             sh(f"ip -n cli route replace {dst}/32 via 10.10.1.2 congctl {mcc}")
     if sc.get("class_queues"):
         add_class_queues(sc, ecn_k)
-    if variant.get("fq"):
-        sh("tc -n cli qdisc replace dev c0 root fq")
-    if variant.get("no_ecn"):
-        sh("ip netns exec cli sysctl -qw net.ipv4.tcp_ecn=0")
     if variant.get("init_cwnd") and len(ccs) > 1:
         sys.exit(f"error: '{algo}': +iwN applies to the default route, not a mixed run's")
     if sc.get("gso_max_segs"):
@@ -475,9 +588,6 @@ def run_scenario(sc, algo, log=print, rep=0):
         j = variant["ack_jitter_us"]
         sh(f"tc -n srv qdisc change dev s0 root netem delay {sc['delay_us'] + j / 2}us "
            f"{j / 2}us limit 100000")
-    if variant.get("loss_pct"):
-        sh(f"tc -n cli qdisc replace dev c0 root netem loss {variant['loss_pct']}% "
-           f"limit 100000")
     if variant.get("rtt"):
         sh("ip netns exec srv sysctl -qw net.ipv4.tcp_delay_stamps=0")
     if variant.get("calibrate_mbps"):
@@ -488,18 +598,22 @@ def run_scenario(sc, algo, log=print, rep=0):
         # Global (not per-namespace) settings: the veth backlog a burst lands in.
         sh(f"sysctl -qw {key}='{value}'")
     for ns, values in sc.get("sysctls", {}).items():
-        # Per-namespace settings every algorithm of the scenario gets (socket buffers).
+        # Per-namespace settings every algorithm of the scenario gets (socket buffers);
+        # the senders' ("cli") in sender_commands(), for each sender namespace.
+        if ns == "cli":
+            continue
         sets = " ".join(f"{k}='{v}'" for k, v in values.items())
         sh(f"ip netns exec {ns} sysctl -qw {sets}")
-    # The sender's initial window and the receiver's first one: for every algorithm of a
-    # scenario (the RC3 thesis's baseline: 4; RC3 sends only within the receiver's), or a
-    # variant's +iwN, both.
-    initcwnd = variant.get("init_cwnd") or sc.get("initcwnd")
-    initrwnd = variant.get("init_cwnd") or sc.get("initrwnd")
-    if initcwnd:
-        sh(f"ip -n cli route replace default via 10.10.1.2 initcwnd {initcwnd}")
-    if initrwnd:
-        sh(f"ip -n srv route replace 10.10.1.0/24 via 10.10.2.1 initrwnd {initrwnd}")
+    # Each sender's settings: fq, ECN, loss, sysctls, the sender's initial window and the
+    # receiver's first one (for every algorithm of a scenario, the RC3 thesis's baseline:
+    # 4, RC3 sending only within the receiver's; or a variant's +iwN, both), RC3, and
+    # the delay-stamp option offered (iperf3 -C selects the control after connect(), when
+    # the SYN has gone: the option is offered on every connect instead, dx runs only).
+    if variant.get("rc3"):
+        # Off by default outside the initial namespace: the guest's administrator allows it.
+        sh("sysctl -qw net.ipv4.tcp_rc3_netns_allowed=1")
+    for cmd in sender_commands(sc, variant, ccs):
+        sh(cmd)
     if sc.get("priority_queues"):
         # Strict priority at the sender's egress and at the bottleneck, for every
         # algorithm of the scenario (without RC3 everything is band 1).
@@ -507,15 +621,7 @@ def run_scenario(sc, algo, log=print, rep=0):
             sys.exit("error: priority_queues with an ECN algorithm is not supported")
         add_priority_queues("cli", "c0", None, 10000)
         add_priority_queues("rtr", "r1", "1:1", sc["queue_pkts"])
-    if rc3:
-        # Off by default outside the initial namespace: the guest's administrator allows it.
-        sh("sysctl -qw net.ipv4.tcp_rc3_netns_allowed=1")
-        sh("ip netns exec cli sysctl -qw net.ipv4.tcp_rc3=1")
-    if STAMP_ALGOS & set(ccs):
-        # iperf3 -C selects the control after connect(), when the SYN has gone: offer the
-        # delay-stamp option on every connect from the sender instead (dx runs only).
-        sh("ip netns exec cli sysctl -qw net.ipv4.tcp_delay_stamps=2")
-    uniform = len(set(flows)) == 1 and len(ccs) == 1
+    uniform = len(set(flows)) == 1 and len(ccs) == 1 and len(senders) == 1
     # "preconnect": every connection established before any flow sends (tools/bench/bulkflow.py)
     # instead of one iperf3 per flow connecting at its start.
     preconnect = sc.get("preconnect", False)
@@ -548,7 +654,7 @@ def run_scenario(sc, algo, log=print, rep=0):
         w["seed"] = w.get("seed", 1) + rep
         fct_timeout = w["stop_s"] + w.get("grace_s", 5.0) + 30
     t0 = time.monotonic()
-    sampler = Sampler(t0, BOTTLENECK_CLASSES if sc.get("class_queues") else BOTTLENECK)
+    sampler = Sampler(t0, BOTTLENECK_CLASSES if sc.get("class_queues") else BOTTLENECK, senders)
     sampler.start()
     if sc.get("workload"):
         workload = subprocess.Popen(
@@ -566,7 +672,8 @@ def run_scenario(sc, algo, log=print, rep=0):
         tos = ["-S", CLASS_DS_FIELD] if sc.get("class_queues") and mix[i] == 1 else []
         dst = SRV_MIX1 if mix[i] == 1 else SRV
         p = subprocess.Popen(
-            ["ip", "netns", "exec", "cli", "timeout", str(int(dur + 30)), "iperf3", "-c", dst,
+            ["ip", "netns", "exec", senders[flow_sender(sc, i)], "timeout", str(int(dur + 30)),
+             "iperf3", "-c", dst,
              "-p", str(BASE_PORT + i), "-t", str(dur), "-C", flow_cc[i], "-J", *tos],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         procs.append((i, start, p))
@@ -642,11 +749,14 @@ def run_scenario(sc, algo, log=print, rep=0):
     sampler.stop.set()
     sampler.join()
     if STAMP_ALGOS & set(ccs):
-        res.update(stamp_counters())
+        res.update(stamp_counters(senders))
     if os.environ.get("NETBENCH_COUNTERS"):
         for ns in ("cli", "srv"):
             log(f"{ns}: " + sh(f"ip netns exec {ns} nstat -az", check=False).stdout)
     lib("ns_cleanup")
+    for cmd in extra_senders_cleanup(sc):
+        sh(cmd, check=False)
+    res["senders"] = len(senders)
 
     if sampler.error:
         per_flow.append({"error": sampler.error})
@@ -841,7 +951,9 @@ def convergence_time(flows, series, cap):
         active = {i for i, f in enumerate(flows)
                   if f["start_s"] <= t + 1e-6 and f["stop_s"] >= t + step - 1e-6}
         if len(set((f["start_s"], f["stop_s"]) for f in flows)) == 1:
-            active = {0}  # one iperf3 with parallel streams: all on schedule entry 0
+            # One flow set: one iperf3 with parallel streams, all on schedule entry 0, or
+            # (several sender namespaces) one iperf3 per flow: every entry sampled.
+            active = {flow for flow, _ in series.values()}
         rates = window_rates(series, active, t, t + step)
         ok = rates and sum(rates) >= 0.9 * cap and (jain(rates) or 0) >= 0.9
         if ok and good_since is None:

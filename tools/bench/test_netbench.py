@@ -65,5 +65,55 @@ class SplitAlgo(unittest.TestCase):
             self.assertIn("+jitN, +lossP", str(e.exception.code))
 
 
+class Senders(unittest.TestCase):
+    """Item 4 of issue 30's review: incast from several sender namespaces."""
+
+    SC = {"rate_mbit": 10000, "mtu": 9000, "senders": 4,
+          "flows": [{"count": 16, "start_s": 0, "stop_s": 1}]}
+
+    def test_namespaces_addresses_and_flows(self):
+        self.assertEqual(netbench.sender_namespaces({}), ["cli"])
+        self.assertEqual(netbench.sender_namespaces(self.SC), ["cli", "cli1", "cli2", "cli3"])
+        self.assertEqual([netbench.flow_sender(self.SC, i) for i in range(6)], [0, 1, 2, 3, 0, 1])
+        cmds = netbench.extra_senders_commands(self.SC)
+        for i in (1, 2, 3):
+            self.assertIn(f"ip netns add cli{i}", cmds)
+            self.assertIn(f"ip link add c0 netns cli{i} type veth peer name rc{i} netns rtr", cmds)
+            self.assertIn(f"ip -n cli{i} addr add 10.10.{100 + i}.1/24 dev c0", cmds)
+            self.assertIn(f"ip -n rtr addr add 10.10.{100 + i}.2/24 dev rc{i}", cmds)
+            self.assertIn(f"ip -n cli{i} link set c0 mtu 9000 up", cmds)
+            self.assertIn(f"ip -n cli{i} route add default via 10.10.{100 + i}.2", cmds)
+            self.assertIn(f"ip netns exec cli{i} sysctl -qw net.ipv4.tcp_delay_stamps=1", cmds)
+        # Addresses only inside the guest's namespaces, none of the dumbbell's own.
+        self.assertFalse(any("10.10.1." in c or "10.10.2." in c for c in cmds))
+        self.assertEqual(netbench.extra_senders_commands({}), [])
+        self.assertEqual(len(netbench.extra_senders_cleanup(self.SC)), 3)
+
+    def test_every_sender_tuned_alike(self):
+        _, variant = netbench.split_algo("dctcp+fq+iw17")
+        cmds = netbench.sender_commands(self.SC, variant, ["dctcp"])
+        for i, ns in enumerate(["cli", "cli1", "cli2", "cli3"]):
+            self.assertIn(f"tc -n {ns} qdisc replace dev c0 root fq", cmds)
+            gw = "10.10.1.2" if i == 0 else f"10.10.{100 + i}.2"
+            self.assertIn(f"ip -n {ns} route replace default via {gw} initcwnd 17", cmds)
+        self.assertIn("ip -n srv route replace 10.10.103.0/24 via 10.10.2.1 initrwnd 17", cmds)
+        cmds = netbench.sender_commands(self.SC, {}, ["timely"])
+        self.assertEqual(cmds, [f"ip netns exec {ns} sysctl -qw net.ipv4.tcp_delay_stamps=2"
+                                for ns in ["cli", "cli1", "cli2", "cli3"]])
+        # One sender: what the dumbbell alone had.
+        self.assertEqual(netbench.sender_commands({}, {"fq": True}, ["cubic"]),
+                         ["tc -n cli qdisc replace dev c0 root fq"])
+
+    def test_scenarios(self):
+        import json
+        d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios")
+        for name, n in (("incast16_10g_senders4", 4), ("incast16_10g_senders16", 16),
+                        ("incast16_senders4", 4), ("incast16_senders16", 16)):
+            with open(os.path.join(d, f"{name}.json")) as f:
+                sc = json.load(f)
+            self.assertEqual((sc["name"], sc["senders"]), (name, n))
+            self.assertFalse(sc.get("preconnect"))
+
+
 if __name__ == "__main__":
     unittest.main()
