@@ -1,0 +1,579 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Swift: window congestion control that holds a delay target.
+//!
+//! Kumar et al., "Swift: Delay is Simple and Effective for Congestion Control in the
+//! Datacenter", SIGCOMM 2020. The control law (a fabric and an endpoint window, the target
+//! scaled by hops and by the window, AIMD once per RTT, the loss rules, what the paper
+//! leaves open) is in `core/src/swift.rs`, shared with the host tests; this file connects
+//! it to TCP:
+//! - the ops carry `TCP_CONG_DELAY_STAMPS`: an active open offers the delay-stamp option,
+//!   and when the peer answers, every ACK that echoes a data segment brings the network RTT
+//!   `(t4 - t1) - (t3 - t2)`, Swift's fabric delay. The endpoint delay is the kernel's RTT
+//!   sample of the same ACK less that network RTT: the receiver's hold `t3 - t2` plus the
+//!   sender's own time from the device to TCP, both of which the paper counts as endpoint
+//!   delay. ACKs the stack flags as possibly delayed (the receiver's delayed-ACK timer, not
+//!   its congestion) bring no endpoint delay;
+//! - without the option (the peer did not answer, a passive open, or no echo for
+//!   `SILENT_RTTS` RTTs on a connection that negotiated it) the fabric delay is the
+//!   kernel's RTT sample (not of possibly delayed ACKs) and the endpoint window is off;
+//! - the law runs on every ACK in `cong_control`, which owns cwnd and the pacing rate;
+//!   the pacer is TCP's internal one (no `fq` needed). Below `PACED_BELOW_PKTS` (2) packets
+//!   cwnd is 2 and the flow paces at the law's `cwnd * mss / RTT`: one packet every
+//!   `RTT / cwnd`, and two in flight so that a Linux receiver ACKs each pair at once
+//!   instead of holding a lone segment for its delayed-ACK timer. Above, cwnd is the law's
+//!   window rounded down and the pacing rate is twice the window per RTT: the window, not
+//!   the pacer, limits the flow (the paper's ACK clocking), while a window's burst is spread
+//!   over half an RTT, which keeps bursts from reading as queueing delay;
+//! - entering fast recovery, or CWR (an ECN echo or local congestion), is the paper's fast
+//!   recovery cut; a retransmission timeout its timeout rule. `ssthresh` is not used.
+//!
+//! `ss -ti` shows the state in the BBR layout: `bw` is the pacing rate, `mrtt` the last
+//! fabric delay (ms), `pacing_gain` the source of the samples (1 hardware stamps, 2
+//! software stamps, 3 kernel RTT, 0 none yet) and `cwnd_gain` the law's window in packets,
+//! fractional (docs/swift.md).
+
+use kernel::net::tcp::cong::{
+    AckFlags, AckSample, Algorithm, CaState, Flags, Info, InfoSock, RateSample, Sock,
+};
+use kernel::prelude::*;
+use kernel::sync::SetOnce;
+
+#[path = "delay_source.rs"]
+mod delay_source;
+// Per-ACK CPU cost figures printed by the KUnit suite (shared with the other modules).
+#[cfg(CONFIG_KUNIT)]
+#[path = "kunit_cpu_cost.rs"]
+mod kunit_cpu_cost;
+// `load` keeps a parameter set; swift keeps the law derived from it (check_params).
+#[allow(dead_code)]
+#[path = "module_params.rs"]
+mod module_params;
+
+// The pure control laws, shared with the host tests; not every item is used here.
+#[allow(unreachable_pub, dead_code)]
+#[path = "core/src/lib.rs"]
+mod cc_core;
+
+use cc_core::sample::SampleSource;
+use cc_core::swift::{Action, Law, Sample, Swift, SwiftParams, FP_ONE, FP_SHIFT};
+
+kernel::module_tcp_cong! {
+    algorithms: [SwiftCc],
+    check: check_params,
+    name: "tcp_swift",
+    authors: ["rfl-tcp-cc developers"],
+    description: "Swift: delay-target congestion control with fabric and endpoint windows",
+    license: "GPL",
+    params: {
+        base_target_ns: u32 {
+            default: crate::cc_core::swift::spec::BASE_TARGET_NS.default,
+            description: "fabric target of a path without hops, large window (ns), [1, 100000000]",
+            permissions: 0o444,
+        },
+        per_hop_ns: u32 {
+            default: crate::cc_core::swift::spec::PER_HOP_NS.default,
+            description: "fabric target added per hop (ns), [0, 1000000]",
+            permissions: 0o444,
+        },
+        hops: u32 {
+            default: crate::cc_core::swift::spec::HOPS.default,
+            description: "hops of every path, [0, 64]",
+            permissions: 0o444,
+        },
+        fs_range_ns: u32 {
+            default: crate::cc_core::swift::spec::FS_RANGE_NS.default,
+            description: "largest flow-scaling addition to the fabric target (ns), [0, 100000000]; 0: none",
+            permissions: 0o444,
+        },
+        fs_min_cwnd_mpkts: u32 {
+            default: crate::cc_core::swift::spec::FS_MIN_CWND_MPKTS.default,
+            description: "window with all of fs_range_ns (milli-packets), [1, 999999999], below fs_max_cwnd_pkts",
+            permissions: 0o444,
+        },
+        fs_max_cwnd_pkts: u32 {
+            default: crate::cc_core::swift::spec::FS_MAX_CWND_PKTS.default,
+            description: "window with no flow scaling (packets), [1, 1000000]",
+            permissions: 0o444,
+        },
+        ai_mpkts: u32 {
+            default: crate::cc_core::swift::spec::AI_MPKTS.default,
+            description: "additive increase per RTT (milli-packets), [1, 100000]",
+            permissions: 0o444,
+        },
+        beta_md_ppm: u32 {
+            default: crate::cc_core::swift::spec::BETA_MD_PPM.default,
+            description: "decrease per relative excess delay (ppm), [1, 1000000]",
+            permissions: 0o444,
+        },
+        max_mdf_ppm: u32 {
+            default: crate::cc_core::swift::spec::MAX_MDF_PPM.default,
+            description: "largest cut of one decrease (ppm of the window), [1, 1000000]",
+            permissions: 0o444,
+        },
+        min_cwnd_mpkts: u32 {
+            default: crate::cc_core::swift::spec::MIN_CWND_MPKTS.default,
+            description: "smallest window (milli-packets), [1, 1000000000], at most max_cwnd_pkts",
+            permissions: 0o444,
+        },
+        max_cwnd_pkts: u32 {
+            default: crate::cc_core::swift::spec::MAX_CWND_PKTS.default,
+            description: "largest window (packets), [1, 1000000]",
+            permissions: 0o444,
+        },
+        retx_reset_threshold: u32 {
+            default: crate::cc_core::swift::spec::RETX_RESET_THRESHOLD.default,
+            description: "timeouts in a row that set the window to min_cwnd_mpkts, [1, 1000]",
+            permissions: 0o444,
+        },
+        endpoint_target_ns: u32 {
+            default: crate::cc_core::swift::spec::ENDPOINT_TARGET_NS.default,
+            description: "endpoint target (ns), [0, 100000000]; 0: no endpoint window",
+            permissions: 0o444,
+        },
+    },
+}
+
+/// The law of the parameters `check_params` validated at load: they are read-only (0o444),
+/// and the law is needed on every ACK, where reading each module parameter is a call and
+/// the flow-scaling constants would need a square root.
+static LAW: SetOnce<Law> = SetOnce::new();
+
+fn law() -> Law {
+    LAW.as_ref().copied().unwrap_or_else(Law::default_law)
+}
+
+fn read_params() -> SwiftParams {
+    use crate::module_parameters as m;
+    SwiftParams {
+        base_target_ns: m::base_target_ns.value(),
+        per_hop_ns: m::per_hop_ns.value(),
+        hops: m::hops.value(),
+        fs_range_ns: m::fs_range_ns.value(),
+        fs_min_cwnd_mpkts: m::fs_min_cwnd_mpkts.value(),
+        fs_max_cwnd_pkts: m::fs_max_cwnd_pkts.value(),
+        ai_mpkts: m::ai_mpkts.value(),
+        beta_md_ppm: m::beta_md_ppm.value(),
+        max_mdf_ppm: m::max_mdf_ppm.value(),
+        min_cwnd_mpkts: m::min_cwnd_mpkts.value(),
+        max_cwnd_pkts: m::max_cwnd_pkts.value(),
+        retx_reset_threshold: m::retx_reset_threshold.value(),
+        endpoint_target_ns: m::endpoint_target_ns.value(),
+    }
+}
+
+/// Per-socket state, in `icsk_ca_priv`.
+#[derive(Clone, Copy, Zeroable)]
+struct State {
+    swift: Swift,
+    /// Clock of the last delay-stamp sample (ns).
+    stamped_ns: u64,
+    /// This ACK's network RTT from `pkts_acked`, for `cong_control` (0: none).
+    pending_net_rtt_ns: u32,
+    /// Its [`SampleSource::code`].
+    pending_source: u8,
+    /// The connection negotiated the delay-stamp option.
+    stamps: bool,
+}
+
+/// RTTs without a delay sample after which a connection that negotiated the option uses
+/// the kernel's RTT (at least `SILENT_MIN_NS`).
+const SILENT_RTTS: u64 = 4;
+const SILENT_MIN_NS: u64 = 1_000_000;
+
+/// Below this window (packets) cwnd is `PACED_BELOW_PKTS` and the pacer sets the rate.
+const PACED_BELOW_PKTS: u32 = 2;
+/// Above it, the pacing rate is this many times the window per RTT.
+const PACING_GAIN: u64 = 2;
+
+/// tcp:tcp_cong_decision's `what` for a loss event; an ACK's is the law's step code
+/// (`Action::code`: fabric step in bits 0-3, endpoint step in bits 4-7).
+const TRACE_FAST_RECOVERY: u32 = 1 << 8;
+const TRACE_TIMEOUT: u32 = 2 << 8;
+
+/// Published words, read by `get_info` without the socket lock.
+const INFO_FABRIC_NS: usize = 0;
+const INFO_SOURCE: usize = 1;
+const INFO_CWND_256: usize = 2;
+
+struct SwiftCc;
+
+impl SwiftCc {
+    /// Sets cwnd and the pacing rate from the law; publishes what `ss` shows.
+    fn apply(sk: &mut Sock<'_>, st: &State, law: &Law) {
+        let w_fp = st.swift.cwnd_fp(law);
+        let mss = sk.mss();
+        let paced_fp = u64::from(PACED_BELOW_PKTS) << FP_SHIFT;
+        let (cwnd, rate) = match st.swift.paced_rate_bytes_per_sec(law, mss) {
+            Some(rate) if w_fp < paced_fp => (PACED_BELOW_PKTS, rate.max(1)),
+            Some(rate) => (
+                u32::try_from(w_fp >> FP_SHIFT).unwrap_or(u32::MAX),
+                rate.saturating_mul(PACING_GAIN),
+            ),
+            // No RTT yet: the window alone, unpaced.
+            None => (
+                u32::try_from(w_fp >> FP_SHIFT)
+                    .unwrap_or(u32::MAX)
+                    .max(PACED_BELOW_PKTS),
+                u64::MAX,
+            ),
+        };
+        sk.set_cwnd(cwnd.max(PACED_BELOW_PKTS));
+        sk.set_pacing_rate_bytes_per_sec(rate);
+        let source = st.swift.source().map_or(0, |s| u32::from(s.code()));
+        // The window in 1/256 packets (`ss` shows it as a gain).
+        let cwnd_256 = u32::try_from(w_fp >> (FP_SHIFT - 8)).unwrap_or(u32::MAX);
+        sk.publish_info(&[st.swift.fabric_ns(), source, cwnd_256]);
+    }
+
+    fn trace(sk: &Sock<'_>, st: &State, what: u32, law: &Law) {
+        let s = &st.swift;
+        let mpkts = |w: u64| cc_core::swift::fp_to_mpkts(w);
+        sk.trace_decision(
+            what,
+            [
+                u64::from(s.fabric_ns()),
+                u64::from(s.target_ns()),
+                u64::from(s.endpoint_ns()),
+            ],
+            [mpkts(s.fcwnd_fp()), mpkts(s.cwnd_fp(law))],
+        );
+    }
+
+    /// This ACK's sample: the option's network RTT (with the endpoint delay where the
+    /// kernel's RTT is usable), else the kernel's RTT once the option is absent or silent.
+    fn sample(st: &mut State, now_ns: u64, rs: &RateSample) -> Option<Sample> {
+        let kernel_rtt_ns = match rs.rtt_us {
+            Some(us) if !rs.is_ack_delayed => Some(u64::from(us) * 1000),
+            _ => None,
+        };
+        let net_rtt_ns = core::mem::take(&mut st.pending_net_rtt_ns);
+        if st.stamps && net_rtt_ns != 0 {
+            st.stamped_ns = now_ns;
+            let source = SampleSource::from_code(st.pending_source)?;
+            let endpoint_ns = kernel_rtt_ns
+                .map(|k| u32::try_from(k.saturating_sub(net_rtt_ns.into())).unwrap_or(u32::MAX));
+            return Some(Sample {
+                source,
+                fabric_ns: net_rtt_ns,
+                endpoint_ns,
+            });
+        }
+        let silent_ns = (SILENT_RTTS * u64::from(st.swift.rtt_ns())).max(SILENT_MIN_NS);
+        let silent = now_ns.saturating_sub(st.stamped_ns) >= silent_ns;
+        if st.stamps && !silent {
+            return None;
+        }
+        Some(Sample {
+            source: SampleSource::KernelRtt,
+            fabric_ns: u32::try_from(kernel_rtt_ns?).unwrap_or(u32::MAX),
+            endpoint_ns: None,
+        })
+    }
+}
+
+#[vtable]
+impl Algorithm for SwiftCc {
+    const NAME: &'static CStr = c"swift";
+    // Restricted, as in-tree algorithms other than Reno are; an active open offers the
+    // delay-stamp option.
+    const FLAGS: Flags = Flags::DELAY_STAMPS;
+    const INFO_WORDS: usize = 3;
+    type Data = State;
+
+    fn init(sk: &mut Sock<'_>, st: &mut State) {
+        let law = law();
+        st.swift = Swift::new(&law, sk.cwnd());
+        st.stamps = sk.delay_stamps_negotiated();
+        st.stamped_ns = sk.now_us().saturating_mul(1000);
+        sk.request_internal_pacing();
+        Self::apply(sk, st, &law);
+    }
+
+    fn pkts_acked(_sk: &mut Sock<'_>, st: &mut State, sample: &AckSample) {
+        // Called for this ACK before cong_control, which uses it.
+        if let Some(d) = sample.delay {
+            st.pending_net_rtt_ns = d.net_rtt_ns;
+            st.pending_source = delay_source::sample_source(d.source).code();
+        }
+    }
+
+    fn cong_control(sk: &mut Sock<'_>, st: &mut State, _ack: u32, _f: AckFlags, rs: &RateSample) {
+        let law = law();
+        let now_ns = sk.now_us().saturating_mul(1000);
+        let sample = Self::sample(st, now_ns, rs);
+        let action = st
+            .swift
+            .on_ack(&law, now_ns, rs.acked_sacked, sample.as_ref());
+        Self::apply(sk, st, &law);
+        if sample.is_some() {
+            // tcp:tcp_cong_decision per ACK with a sample (docs/swift.md).
+            Self::trace(sk, st, action.code(), &law);
+        }
+    }
+
+    fn set_state(sk: &mut Sock<'_>, st: &mut State, new_state: CaState) {
+        let law = law();
+        let now_ns = sk.now_us().saturating_mul(1000);
+        let reducing = |s: CaState| matches!(s, CaState::Cwr | CaState::Recovery | CaState::Loss);
+        let action: Action;
+        let what = match new_state {
+            CaState::Loss => {
+                action = st.swift.on_timeout(&law, now_ns);
+                TRACE_TIMEOUT
+            }
+            CaState::Cwr | CaState::Recovery if !reducing(sk.ca_state()) => {
+                action = st.swift.on_fast_recovery(&law, now_ns);
+                TRACE_FAST_RECOVERY
+            }
+            _ => return,
+        };
+        Self::apply(sk, st, &law);
+        Self::trace(sk, st, what | action.code(), &law);
+    }
+
+    fn ssthresh(sk: &mut Sock<'_>, _st: &mut State) -> u32 {
+        // The law sets the window on loss (set_state); ssthresh is left as it is.
+        sk.ssthresh()
+    }
+
+    fn undo_cwnd(sk: &mut Sock<'_>, _st: &mut State) -> u32 {
+        sk.cwnd()
+    }
+
+    fn get_info(sk: &InfoSock<'_>, published: &[u32]) -> Option<Info> {
+        Some(Info::Bbr {
+            bw_bytes_per_sec: sk.pacing_rate_bytes_per_sec(),
+            min_rtt_us: published[INFO_FABRIC_NS] / 1000,
+            pacing_gain: published[INFO_SOURCE] * 256,
+            cwnd_gain: published[INFO_CWND_256],
+        })
+    }
+}
+
+// One packet is 2^20 in the law's windows; the published window is 1/256 packets.
+const _: () = assert!(FP_ONE == 1 << 20 && FP_SHIFT >= 8);
+
+fn check_params() -> Result {
+    let p = read_params();
+    module_params::check(p.validate())?;
+    if let Ok(law) = Law::new(&p) {
+        LAW.populate(law);
+    }
+    Ok(())
+}
+
+#[kunit_tests(rust_swift)]
+mod tests {
+    use super::*;
+    use kernel::net::tcp::cong::{testing::TestSocket, DelaySample, DelaySource};
+
+    const MSS: u32 = 1448;
+
+    /// The same ACK stream as the kernel's C controllers (no delay samples: the kernel's
+    /// RTT); prints the costs. The window stays within its bounds.
+    #[test]
+    fn cpu_cost_beside_c_controllers() -> Result {
+        use crate::kunit_cpu_cost::{ns_per_ack, report, report_c_references};
+        let mut s = TestSocket::with_algorithm::<SwiftCc>()?;
+        report("rust_swift", "swift", ns_per_ack(&mut s, false));
+        assert!(s.cwnd() >= PACED_BELOW_PKTS && s.cwnd() <= law().p.max_cwnd_pkts);
+        report_c_references("rust_swift")
+    }
+
+    /// A socket at window `cwnd`, with or without the option, clock at 1 s.
+    fn socket(stamps: bool, cwnd: u32) -> Result<TestSocket> {
+        let mut s = TestSocket::before_init::<SwiftCc>()?;
+        s.set_delay_stamps(stamps);
+        s.set_window(cwnd, u32::MAX >> 1, 100_000);
+        s.set_cwnd_limited(true, cwnd);
+        s.set_mss_and_clock(MSS, 1_000_000);
+        s.init();
+        Ok(s)
+    }
+
+    /// One ACK of one packet at `now_us` with a network RTT of `net_ns` and a kernel RTT of
+    /// `rtt_us` (-1: none).
+    fn stamped_ack(s: &mut TestSocket, now_us: u64, net_ns: u32, rtt_us: i32) {
+        s.set_mss_and_clock(MSS, now_us);
+        let d = DelaySample {
+            source: DelaySource::Device,
+            owd_ns: 12_345,
+            net_rtt_ns: net_ns,
+        };
+        s.pkts_acked_with_delay(1, rtt_us, 0, Some(d));
+        s.cong_control(1, rtt_us.into(), false, false);
+    }
+
+    fn rtt_ack(s: &mut TestSocket, now_us: u64, rtt_us: i32, delayed: bool) {
+        s.set_mss_and_clock(MSS, now_us);
+        s.pkts_acked(1, rtt_us, 0);
+        s.cong_control(1, rtt_us.into(), false, delayed);
+    }
+
+    /// `(mrtt in us, pacing_gain, cwnd_gain)` of `ss`'s BBR layout (gains in 1/256).
+    /// (An error, not a panic, if swift reports nothing: a panic would end the KUnit guest.)
+    fn info(s: &mut TestSocket) -> Result<(u32, u32, u32)> {
+        let (_, b) = s.get_info().ok_or(EINVAL)?;
+        let word = |i: usize| u32::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        Ok((word(8), word(12), word(16)))
+    }
+
+    #[test]
+    fn below_target_grows_above_cuts_once_per_rtt() -> Result {
+        let mut s = socket(true, 10)?;
+        assert!(s.sock().pacing() == kernel::net::tcp::cong::Pacing::Internal);
+        // 20 us of network RTT, 25 us kernel RTT: below both targets; each ACK adds
+        // 1 / cwnd, eleven of them a little over one packet.
+        for i in 0..11 {
+            stamped_ack(&mut s, 1_000_010 + i, 20_000, 25);
+        }
+        assert_eq!(s.cwnd(), 11);
+        let (mrtt_us, source, cwnd_256) = info(&mut s)?;
+        assert_eq!((mrtt_us, source), (20, 2 * 256));
+        assert!((11 * 256..12 * 256).contains(&cwnd_256));
+        // 200 us of network RTT against 50: cut by max_mdf (0.8 * 150 / 200 > 0.5).
+        stamped_ack(&mut s, 1_000_100, 200_000, 205);
+        assert_eq!(s.cwnd(), 5);
+        // Within that RTT: held.
+        stamped_ack(&mut s, 1_000_200, 200_000, 205);
+        assert_eq!(s.cwnd(), 5);
+        stamped_ack(&mut s, 1_000_400, 200_000, 205);
+        assert_eq!(s.cwnd(), 2);
+        Ok(())
+    }
+
+    #[test]
+    fn below_two_packets_paces_at_the_laws_rate() -> Result {
+        let mut s = socket(true, 2)?;
+        let mut now = 1_000_000;
+        for _ in 0..6 {
+            now += 1_000;
+            stamped_ack(&mut s, now, 400_000, 405);
+        }
+        // The law's window is below one packet; TCP's is 2, the pacer sets the rate.
+        let (_, _, cwnd_256) = info(&mut s)?;
+        assert!(cwnd_256 < 256);
+        assert_eq!(s.cwnd(), PACED_BELOW_PKTS);
+        let l = law();
+        let st_rate =
+            cc_core::swift::rate_bytes_per_sec(u64::from(cwnd_256) << (FP_SHIFT - 8), MSS, 405_000)
+                .ok_or(EINVAL)?;
+        let rate = s.sock().pacing_rate_bytes_per_sec();
+        // Within the rounding of the published window.
+        assert!(
+            rate >= st_rate && rate <= st_rate + u64::from(MSS) * 1_000_000_000 / 405_000 / 256
+        );
+        assert!(rate < u64::from(MSS) * 1_000_000_000 / 405_000);
+        assert!(l.min_cwnd_fp() <= u64::from(cwnd_256) << (FP_SHIFT - 8));
+        Ok(())
+    }
+
+    #[test]
+    fn without_the_option_the_kernel_rtt_is_the_fabric_delay() -> Result {
+        let mut s = socket(false, 10)?;
+        // A stray echo on a connection that did not negotiate the option is not used.
+        stamped_ack(&mut s, 1_000_010, 900_000, 30);
+        assert_eq!(info(&mut s)?.0, 30);
+        assert_eq!(info(&mut s)?.1, 3 * 256);
+        // Possibly delayed ACKs bring no sample.
+        rtt_ack(&mut s, 1_000_100, 40_000, true);
+        assert_eq!(info(&mut s)?.0, 30);
+        rtt_ack(&mut s, 1_000_200, 300, false);
+        assert!(s.cwnd() < 10);
+        Ok(())
+    }
+
+    #[test]
+    fn negotiated_but_silent_falls_back_to_the_kernel_rtt() -> Result {
+        let mut s = socket(true, 10)?;
+        stamped_ack(&mut s, 1_000_010, 20_000, 25);
+        // Kernel RTT samples only: not used while the option may still deliver.
+        rtt_ack(&mut s, 1_000_020, 30, false);
+        assert_eq!(info(&mut s)?.1, 2 * 256);
+        // After SILENT_MIN_NS (1 ms, more than 4 RTTs here) without an echo: used.
+        rtt_ack(&mut s, 1_001_100, 30, false);
+        assert_eq!(info(&mut s)?, (30, 3 * 256, info(&mut s)?.2));
+        // Echoes again: back to them.
+        stamped_ack(&mut s, 1_001_200, 21_000, 26);
+        assert_eq!(info(&mut s)?.1, 2 * 256);
+        Ok(())
+    }
+
+    #[test]
+    fn endpoint_delay_limits_the_window() -> Result {
+        let mut s = socket(true, 20)?;
+        let mut now = 1_000_000;
+        // Fabric 20 us, kernel RTT 420 us: 400 us of endpoint delay against 100 us.
+        for _ in 0..4 {
+            now += 1_000;
+            stamped_ack(&mut s, now, 20_000, 420);
+        }
+        assert!(s.cwnd() <= 3);
+        // The same with the ACK flagged as possibly delayed: no endpoint sample, so the
+        // endpoint window stays where it is while the fabric window grows.
+        let before = s.cwnd();
+        for _ in 0..40 {
+            now += 10;
+            s.set_mss_and_clock(MSS, now);
+            let d = DelaySample {
+                source: DelaySource::Device,
+                owd_ns: 1,
+                net_rtt_ns: 20_000,
+            };
+            s.pkts_acked_with_delay(1, 40_000, 0, Some(d));
+            s.cong_control(1, 40_000, false, true);
+        }
+        assert!(s.cwnd() <= before);
+        Ok(())
+    }
+
+    #[test]
+    fn fast_recovery_and_timeouts_cut_the_window() -> Result {
+        let mut s = socket(true, 16)?;
+        stamped_ack(&mut s, 1_000_010, 20_000, 25);
+        let w = s.cwnd();
+        s.set_mss_and_clock(MSS, 1_000_100);
+        s.set_ca_state(CaState::Recovery);
+        assert_eq!(s.cwnd(), w / 2);
+        s.set_ca_state(CaState::Open);
+        // Three timeouts in a row, each an RTT apart: halved, halved, floor.
+        for (i, want) in [(1u64, w / 4), (2, PACED_BELOW_PKTS), (3, PACED_BELOW_PKTS)] {
+            s.set_mss_and_clock(MSS, 1_000_100 + i * 1_000);
+            s.set_ca_state(CaState::Loss);
+            assert_eq!(s.cwnd(), want.max(PACED_BELOW_PKTS));
+            s.set_ca_state(CaState::Open);
+        }
+        let (_, _, cwnd_256) = info(&mut s)?;
+        assert!(u64::from(cwnd_256) <= (law().min_cwnd_fp() >> (FP_SHIFT - 8)) + 1);
+        Ok(())
+    }
+
+    #[test]
+    fn absurd_samples_keep_the_window_in_bounds() -> Result {
+        let mut s = socket(true, 10)?;
+        let mut now = 1_000_000u64;
+        for (net_ns, rtt_us) in [
+            (0, -1),
+            (u32::MAX, i32::MAX),
+            (1, 0),
+            (u32::MAX, -1),
+            (1 << 31, 1),
+            (7, i32::MIN),
+        ] {
+            now += 1_000;
+            s.set_mss_and_clock(MSS, now);
+            let d = DelaySample {
+                source: DelaySource::Tcp,
+                owd_ns: u32::MAX,
+                net_rtt_ns: net_ns,
+            };
+            s.pkts_acked_with_delay(u32::MAX, rtt_us, u32::MAX, Some(d));
+            s.cong_control(u32::MAX, rtt_us.into(), true, false);
+            s.cong_control(0, -1, false, false);
+            let cwnd = s.cwnd();
+            assert!((PACED_BELOW_PKTS..=law().p.max_cwnd_pkts).contains(&cwnd));
+        }
+        Ok(())
+    }
+}
