@@ -68,5 +68,12 @@ DX_PARAMS_100M="headroom_ns=200000 base_rtt_slack_ns=20000"
 # stamps' noise is the stack's batching): 30 us of headroom, about 2.5 packets.
 DX_PARAMS_1G="headroom_ns=30000 base_rtt_slack_ns=5000"
 
+# Swift on the same dumbbell: its targets are absolute delays (the defaults suit a 10 Gbit/s
+# host's tens of microseconds), and this path's base RTT is 500 us with software stamps
+# and one guest CPU for both hosts and the router. A 1 ms fabric target leaves about 4
+# packets of queue at 100 Mbit/s; flow scaling adds up to 0.5 ms for small windows; the
+# endpoint target is 1 ms (the receiver's hold in UML is tens to hundreds of us).
+SWIFT_PARAMS_100M="base_target_ns=1000000 fs_range_ns=500000 endpoint_target_ns=1000000"
+
 die() { echo "error: $*" >&2; exit 1; }
 step() { echo "==> $*"; }

@@ -18,6 +18,7 @@ MODULES=(
 	"rust/tcp_timely.ko|timely timely_patched|rust_timely|$TIMELY_PARAMS_100M|selftests/tcp_timely.sh"
 	"rust/tcp_rust_dctcp.ko|rust_dctcp|rust_dctcp||"
 	"rust/tcp_dx.ko|dx|rust_dx|$DX_PARAMS_100M|selftests/tcp_dx.sh"
+	"rust/tcp_swift.ko|swift|rust_swift|$SWIFT_PARAMS_100M|"
 )
 field() { cut -d'|' -f"$2" <<<"$1"; }
 BUILTIN_KUNIT_SUITES=(rust_tcp_cong rust_tcp_rc3)

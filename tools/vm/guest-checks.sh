@@ -1,16 +1,21 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Inside the x86_64 guest, on a fresh Debian with the packages installed by dpkg: what a
-# user's host does with them, then the project's selftests (the same scripts as in UML)
-# on 2 vCPUs, under kCFI, lockdep and KASAN. Each suite's KTAP goes to the console between
-# "rfl-suite: NAME" and "rfl-suite-end: NAME STATUS" lines, which tools/vm/run.sh counts.
+# user's host does with them (install), or one of the project's selftests (the same
+# scripts as in UML) on 2 vCPUs, under kCFI, lockdep and KASAN; then the kernel's reports.
+# One suite per boot, as in UML: no module, sysctl or namespace left from another. Each
+# suite's KTAP goes to the console between "rfl-suite: NAME" and "rfl-suite-end: NAME
+# STATUS" lines, which tools/vm/run.sh counts.
 #
-#   guest-checks.sh JOB     (checks: the install checks and the CI selftests; all: every selftest)
+#   guest-checks.sh SUITE
 set -u
-job=${1:-checks}
+job=${1:?usage: $0 SUITE}
 release=$(uname -r)
 moddir=/lib/modules/$release/updates/rfl-tcp-cc
 export TOOLS_LIB=/opt/rfl-tcp-cc/tools/lib
+# A KASAN and lockdep kernel under TCG: the selftests' allowances for UML's debug kernel
+# (longer runs, lower progress floors, ss that takes most of a second) apply here too.
+export RFL_KERNEL_FLAVOR=debug
 source selftests/lib.sh
 
 suite() { # NAME COMMAND...: one suite's KTAP between markers
@@ -26,13 +31,18 @@ install_checks() {
 	local m p
 	ktap_plan 8
 	check "2 CPUs online" test "$(nproc)" -ge 2
-	check "the kernel has kCFI, lockdep and KASAN (CONFIG_CFI, PROVE_LOCKING, KASAN)" \
-		eval 'test -e /sys/kernel/debug/kasan 2>/dev/null || grep -q "KernelAddressSanitizer initialized" <(dmesg)'
+	# KASAN and lockdep say so at boot; kCFI gives each function a __cfi_ preamble symbol.
+	checkers() {
+		dmesg | grep -q "KernelAddressSanitizer initialized" || { echo "no KASAN"; return 1; }
+		dmesg | grep -q "Lock dependency validator" || { echo "no lockdep"; return 1; }
+		grep -q " __cfi_tcp_reno_cong_avoid$" /proc/kallsyms || { echo "no kCFI preambles"; return 1; }
+	}
+	check "the kernel has kCFI, lockdep and KASAN (CONFIG_CFI, PROVE_LOCKING, KASAN)" checkers
 	check "modules installed under updates/ and indexed by depmod" \
 		eval "ls $moddir/*.ko >/dev/null && grep -q 'updates/rfl-tcp-cc/tcp_timely.ko' /lib/modules/$release/modules.dep"
-	check "none of them loaded at boot" eval '! grep -qE "^tcp_(timely|dx|rust_reno|rust_dctcp|rc3) " /proc/modules'
+	check "none of them loaded at boot" eval '! grep -qE "^tcp_(timely|dx|rust_reno|rust_dctcp|swift|rc3) " /proc/modules'
 	modinfo_ok() {
-		for m in tcp_timely tcp_dx tcp_rust_reno tcp_rust_dctcp tcp_rc3; do
+		for m in tcp_timely tcp_dx tcp_rust_reno tcp_rust_dctcp tcp_swift tcp_rc3; do
 			modinfo "$m" | grep -q '^license: *GPL' || { echo "$m: no GPL license"; return 1; }
 			modinfo "$m" | grep -q '^description: ' || { echo "$m: no description"; return 1; }
 			modinfo "$m" | grep -q "^vermagic: *$release " || { echo "$m: vermagic not $release"; return 1; }
@@ -66,22 +76,25 @@ ko() { echo "$moddir/$1.ko"; }
 source tools/testbed/config.sh 2>/dev/null || true
 TIMELY=("$(ko tcp_timely)" $TIMELY_PARAMS_100M)
 DX=("$(ko tcp_dx)" $DX_PARAMS_100M)
-ALL=("$(ko tcp_rust_reno)" "${TIMELY[@]}" "$(ko tcp_rust_dctcp)" "${DX[@]}")
+SWIFT=("$(ko tcp_swift)" $SWIFT_PARAMS_100M)
+ALL=("$(ko tcp_rust_reno)" "${TIMELY[@]}" "$(ko tcp_rust_dctcp)" "${DX[@]}" "${SWIFT[@]}")
 
-suite install install_checks
+case "$job" in
+install) suite install install_checks ;;
 # Autoload from the installed modules (no .ko paths: modprobe finds them).
-suite cc_autoload selftests/tcp_cc_autoload.sh tcp_rust_reno:rust_reno \
-	tcp_timely:timely,timely_patched tcp_rust_dctcp:rust_dctcp tcp_dx:dx
-suite cc_stress selftests/tcp_cc_stress.sh "${ALL[@]}"
-suite cc_packets selftests/tcp_cc_packets.sh "$(ko tcp_rc3)" "${ALL[@]}"
-suite rc3 selftests/tcp_rc3.sh "$(ko tcp_rc3)" "${ALL[@]}"
-suite tcp_dx selftests/tcp_dx.sh "${DX[@]}"
-suite tcp_timely selftests/tcp_timely.sh "${TIMELY[@]}"
-if [ "$job" = all ]; then
-	suite cc_faults selftests/tcp_cc_faults.sh -r "$(ko tcp_rc3)" "${ALL[@]}"
-	suite wire_defaults selftests/tcp_wire_defaults.sh
-	suite cc_trace selftests/tcp_cc_trace.sh "$(ko tcp_timely)" "${TIMELY[@]:1}" "${DX[@]}" "$(ko tcp_rust_dctcp)"
-fi
+cc_autoload) suite cc_autoload selftests/tcp_cc_autoload.sh tcp_rust_reno:rust_reno \
+	tcp_timely:timely,timely_patched tcp_rust_dctcp:rust_dctcp tcp_dx:dx tcp_swift:swift ;;
+cc_stress) suite cc_stress selftests/tcp_cc_stress.sh "${ALL[@]}" ;;
+cc_packets) suite cc_packets selftests/tcp_cc_packets.sh "$(ko tcp_rc3)" "${ALL[@]}" ;;
+rc3) suite rc3 selftests/tcp_rc3.sh "$(ko tcp_rc3)" "${ALL[@]}" ;;
+tcp_dx) suite tcp_dx selftests/tcp_dx.sh "${DX[@]}" ;;
+tcp_timely) suite tcp_timely selftests/tcp_timely.sh "${TIMELY[@]}" ;;
+cc_faults) suite cc_faults selftests/tcp_cc_faults.sh -r "$(ko tcp_rc3)" "${ALL[@]}" ;;
+wire_defaults) suite wire_defaults selftests/tcp_wire_defaults.sh ;;
+cc_trace) suite cc_trace selftests/tcp_cc_trace.sh "${TIMELY[@]}" "${DX[@]}" "$(ko tcp_rust_dctcp)" ;;
+tstamp) suite tstamp selftests/tcp_tstamp.sh ;;
+*) echo "rfl-suite: $job"; echo "guest-checks.sh: no suite $job"; echo "rfl-suite-end: $job 2" ;;
+esac
 # Whatever the kernel's checkers said over all of it.
 dmesg_report() {
 	ktap_plan 1
@@ -89,4 +102,4 @@ dmesg_report() {
 		eval '! dmesg | grep -E "KASAN|possible circular|possible recursive|inconsistent lock|CFI failure|WARNING:|BUG:|Oops" | head -n 20 | grep .'
 	ktap_finish
 }
-suite kernel_reports dmesg_report
+suite "kernel_reports($job)" dmesg_report

@@ -44,6 +44,7 @@ cp -a "$PROJECT_ROOT/selftests" "$root/opt/rfl-tcp-cc/"
 cp -a "$PROJECT_ROOT/tools/lib" "$PROJECT_ROOT/tools/vm" "$root/opt/rfl-tcp-cc/tools/"
 mkdir -p "$root/opt/rfl-tcp-cc/tools/testbed"
 cp "$PROJECT_ROOT/tools/testbed/config.sh" "$root/opt/rfl-tcp-cc/tools/testbed/"
+cp "$PROJECT_ROOT/tools/tstamp.py" "$root/opt/rfl-tcp-cc/tools/"
 echo "rfl-vm" > "$root/etc/hostname"
 rm -f "$img"
 mkfs.ext4 -q -F -L rfl-root -d "$root" "$img" 3G

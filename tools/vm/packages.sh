@@ -34,7 +34,7 @@ key=$( { echo "$release $kernel_version"; cat "$PROJECT_ROOT/Kbuild";
 		\( -name '*.rs' -o -name Kbuild -o -name Cargo.toml \) -print | sort | xargs cat; } |
        sha256sum | cut -c1-16)
 name=rfl-tcp-cc-modules-$release
-deb=$OUT/${name}_${key}_amd64.deb
+deb=$OUT/${name}_0.0+${key}_amd64.deb
 if [ -f "$deb" ]; then
 	step "modules package $(basename "$deb"): cached"
 else
@@ -51,15 +51,15 @@ else
 	cp "$PROJECT_ROOT/LICENSE" "$pkg/usr/share/doc/$name/copyright"
 	cat > "$pkg/DEBIAN/control" <<CTRL
 Package: $name
-Version: $key
+Version: 0.0+$key
 Architecture: amd64
 Maintainer: rfl-tcp-cc <rfl-tcp-cc@invalid>
 Depends: linux-image-$release (= $kernel_version), kmod
 Section: kernel
 Priority: optional
 Description: TCP congestion controls in Rust for Linux $release
- TIMELY (timely, timely_patched), DX (dx), Reno and DCTCP in Rust (rust_reno,
- rust_dctcp) and RC3's policy (tcp_rc3), loaded on demand by sysctl
+ TIMELY (timely, timely_patched), DX (dx), Swift (swift), Reno and DCTCP in
+ Rust (rust_reno, rust_dctcp) and RC3's policy (tcp_rc3), loaded on demand by sysctl
  net.ipv4.tcp_congestion_control, setsockopt(TCP_CONGESTION) or a route's congctl.
 CTRL
 	printf '#!/bin/sh\nset -e\ndepmod -a %s\n' "$release" > "$pkg/DEBIAN/postinst"
