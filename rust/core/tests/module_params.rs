@@ -7,7 +7,7 @@
 //! input that the core cannot see, so this test reads the modules' source.
 
 use tcp_cc_core::param::ParamSpec;
-use tcp_cc_core::{dctcp, dx, rc3, timely};
+use tcp_cc_core::{dctcp, dx, rc3, swift, timely};
 
 /// One `name: u32 { default: ..., description: "...", ... }` entry of a module's `params`.
 #[derive(Debug)]
@@ -98,4 +98,9 @@ fn tcp_rust_dctcp_declares_the_dctcp_specs() {
 #[test]
 fn tcp_rc3_declares_the_rc3_specs() {
     check("tcp_rc3.rs", "rc3", &rc3::spec::ALL);
+}
+
+#[test]
+fn tcp_swift_declares_the_swift_specs() {
+    check("tcp_swift.rs", "swift", &swift::spec::ALL);
 }
