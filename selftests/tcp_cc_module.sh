@@ -53,7 +53,7 @@ if debug_kernel; then
 	min_kbps=1000 min_lossy_kbps=250
 	traffic_name="(debug kernel: >= 1 Mbit/s, ~20% of the ~5 Mbit/s it forwards)"
 	lossy_name="(debug kernel: >= 250 kbit/s)"
-elif [[ " timely timely_patched dx " == *" $algo "* ]]; then
+elif [[ " timely timely_patched dx swift " == *" $algo "* ]]; then
 	# The delay-based controllers read the guest's clock, whose timers fire hundreds of
 	# microseconds late and later still when the host is busy: that noise is queueing to
 	# them, and they slow down (measured on the normal clock: timely 68-79 Mbit/s on an

@@ -40,7 +40,7 @@ NS_DUT=pkt-dut NS_PEER=pkt-peer DUT_IP=10.10.9.1 PEER_IP=10.10.9.2
 SCENARIOS=(plain ecn_echo sack_hole ack_beyond_snd_nxt sack_beyond_snd_nxt bad_options
 	delay_stamps delay_refused delay_bad delay_replay options_fuzz)
 # Controls that offer the delay-stamp option on their SYNs (TCP_CONG_DELAY_STAMPS).
-STAMP_CONTROLS=" dx timely timely_patched "
+STAMP_CONTROLS=" dx timely timely_patched swift "
 RC3_SCENARIOS=(rc3_bump rc3_ack_mid_skb rc3_ack_beyond_write_seq rc3_ack_unsent_data
 	rc3_ack_unsent_fin rc3_sack_beyond_snd_nxt rc3_lp_ack_echo)
 # Bumped packets reach every control's ACK processing (kept from its counts): rc3_bump runs

@@ -38,11 +38,11 @@ set -u
 ko=$1
 shift
 source "$(dirname "$0")/lib.sh"
-OTHER_CCS="dctcp timely timely_patched dx"
+OTHER_CCS="dctcp timely timely_patched dx swift"
 selftest_dir
 BYTES=300000
 
-ktap_plan 44
+ktap_plan 46
 dmesg -C
 
 check "rejects levels=16" rejects_param "$ko" levels levels=16

@@ -87,18 +87,24 @@ PY
 	# runs. On the debug kernel that wait is long and about 1 sample in 4 straddles an update
 	# (seen: pacing_rate one step behind, e.g. bw 18726848 pacing_rate 18626848, one 100 kbit/s
 	# increase): there at least half the samples must agree.
+	# With two CPUs (the x86_64 guest) the ACK path runs beside ss's read on the other
+	# CPU, and under TCG several updates land between the two reads (seen: pacing_rate
+	# 0.3-0.6 Mbit/s behind, up to 6 increases of delta): there a sample agrees within 10
+	# steps of delta, still far from any other pacing (the stack's own is 2 cwnd per RTT).
 	if debug_kernel; then
-		paced_name="debug kernel: in at least half the ss samples"; max_bad_pct=50
+		paced_name="debug kernels: within 10 delta in at least half the ss samples"; max_bad_pct=50
+		tol_bps=$(( $(cat /sys/module/tcp_timely/parameters/delta_kbps) * 10000 ))
 	else
-		paced_name="ss pacing_rate == rate"; max_bad_pct=0
+		paced_name="ss pacing_rate == rate"; max_bad_pct=0 tol_bps=0
 	fi
 	paced() {
-		awk -v max_bad_pct=$max_bad_pct '{ bw = ""; pr = "";
+		awk -v max_bad_pct=$max_bad_pct -v tol=$tol_bps '{ bw = ""; pr = "";
 		       for (i = 1; i <= NF; i++) {
 			       if ($i ~ /^bbr:\(bw:/) { bw = $i; sub(/^bbr:\(bw:/, "", bw); sub(/,.*/, "", bw) }
 			       if ($i == "pacing_rate") pr = $(i + 1)
 		       }
-		       n++; if (bw == "" || bw != pr) { bad++; print "sample " n ": bw " bw " pacing_rate " pr } }
+		       b = bw; sub(/bps$/, "", b); p = pr; sub(/bps$/, "", p)
+		       n++; if (bw == "" || (bw != pr && (b - p > tol || p - b > tol))) { bad++; print "sample " n ": bw " bw " pacing_rate " pr } }
 		     END { if (max_bad_pct) print bad + 0 " of " n + 0 " samples differ"
 			   if (n == 0 || bad * 100 > n * max_bad_pct) exit 1 }' "$out/ss.$algo"
 	}
