@@ -14,7 +14,8 @@
 #   make x86-packages  the patched kernel for x86_64 (kCFI, lockdep, KASAN; clang) and the
 #                 modules as Debian packages, in $(CACHE_DIR)/x86_64-debs (docs/x86_64.md)
 #   make x86-test      those installed by dpkg on a fresh Debian 12, booted under QEMU with
-#                 2 vCPUs: install checks and the selftests CI runs; x86-test-all: every one
+#                 2 vCPUs: install checks and the selftests CI runs; x86-test-all: every one;
+#                 x86-pair: two such guests over virtio-net, every control end to end
 #   make bench    the scenario matrix on simulated time, then results/BENCH.md (docs/bench.md)
 #   make check    docs-check, rustfmt, clippy (CLIPPY=1) and checkpatch on the patch series
 #   make docs-check   every path, section and make target README.md and docs/ name exists
@@ -123,7 +124,7 @@ bare-debian-check:
 	tools/testbed/bare-debian.sh
 
 # x86_64 under QEMU (tools/vm/): packages, a fresh Debian image with them, the checks.
-.PHONY: x86-packages x86-test x86-test-all
+.PHONY: x86-packages x86-test x86-test-all x86-pair
 x86-packages:
 	KERNEL_FLAVOR=x86_64 tools/testbed/setup.sh deps
 	tools/vm/packages.sh
@@ -131,6 +132,9 @@ x86-test: x86-packages
 	tools/vm/run.sh
 x86-test-all: x86-packages
 	tools/vm/run.sh --job all
+# Two kernels over a virtio-net link: every control end to end, the option, RC3's DSCPs.
+x86-pair: x86-packages
+	tools/vm/pair.sh
 
 bench: setup modules
 	tools/bench/bench.py run $(SCENARIOS)

@@ -71,6 +71,99 @@ raise SystemExit("an unprivileged process selected timely")'
 	ktap_finish
 }
 
+# Two guests over a virtio-net link (tools/vm/pair.sh): pair_rx receives, pair_tx sends.
+PAIR_TX=10.77.0.1 PAIR_RX=10.77.0.2 PAIR_PORT=7000 PAIR_DONE=7999 PAIR_BYTES=5000000
+# RC3's DS fields per level with dscp_map=1 (level n at DSCP 4n - 1), as tcp_rc3.sh counts them.
+RC3_LEVEL_DS=(0x0c 0x1c 0x2c)
+pair_link() { # the guest's virtio-net device up with ADDR
+	local dev
+	dev=$(ip -o link show | awk -F': ' '$2 != "lo" { print $2; exit }')
+	[ -n "$dev" ] || return 1
+	ip addr add "$1/24" dev "$dev" && ip link set "$dev" up && echo "$dev"
+}
+offloads() { ethtool -k "$1" | grep -E '^(tcp-segmentation-offload|generic-segmentation-offload|generic-receive-offload):' | tr -s ' \n' ' '; }
+
+pair_rx() {
+	local dev i n
+	ktap_plan $((3 + ${#RC3_LEVEL_DS[@]}))
+	dev=$(pair_link $PAIR_RX)
+	check "virtio-net link up ($dev)" test -n "$dev"
+	diag "receiver offloads: $(offloads "$dev")"
+	sysctl -qw net.ipv4.tcp_delay_stamps=1
+	# RC3's levels counted by DS field as they arrive.
+	tc qdisc add dev "$dev" ingress
+	for i in "${!RC3_LEVEL_DS[@]}"; do
+		tc filter add dev "$dev" parent ffff: protocol ip prio $((i + 1)) u32 \
+			match ip dsfield "${RC3_LEVEL_DS[$i]}" 0xfc action pass
+	done
+	python3 tools/vm/pair.py sink $PAIR_PORT & local sink=$!
+	# The sender says it is done by connecting here; give it 40 minutes at most.
+	check "the sender finished (connected to the done port)" \
+		timeout 2400 python3 -c 'import socket; s = socket.create_server(("", '$PAIR_DONE')); s.accept()'
+	kill $sink
+	for i in "${!RC3_LEVEL_DS[@]}"; do
+		n=$(tc -s filter show dev "$dev" parent ffff: | awk -v p=$((i + 1)) '
+			$0 ~ "pref " p " " { want = 1 } want && /Sent [0-9]+ bytes/ { print $4; exit }')
+		diag "RC3 level $((i + 1)) (DS field ${RC3_LEVEL_DS[$i]}): ${n:-0} packets received"
+		if [ "$i" = 0 ]; then
+			check "RC3's level-1 packets arrive at their DSCP (3) over the link" test "${n:-0}" -gt 0
+		else
+			ktap_ok "RC3 level $((i + 1)) counted (${n:-0} packets; reached only by a long enough tail)"
+		fi
+	done
+	check "TCPDelayStampBad stays 0 at the receiver" test "$(nstat -az TcpExtTCPDelayStampBad | awk '/TcpExt/ { print $2 }')" = 0
+	ktap_finish
+}
+
+pair_tx() {
+	local dev cc out s0 b0 hw0 s1 b1 hw1
+	local ccs=(cubic dctcp rust_reno timely timely_patched rust_dctcp dx swift)
+	ktap_plan $((2 + 2 * ${#ccs[@]} + 2))
+	dev=$(pair_link $PAIR_TX)
+	check "virtio-net link up ($dev)" test -n "$dev"
+	diag "sender offloads: $(offloads "$dev")"
+	sysctl -qw net.ipv4.tcp_delay_stamps=1 net.ipv4.tcp_ecn=1
+	for m in tcp_rust_reno tcp_rust_dctcp tcp_dx tcp_swift; do modprobe $m; done
+	modprobe tcp_timely $TIMELY_PARAMS_1G
+	check "the receiver answers over the link" python3 tools/vm/pair.py wait $PAIR_RX $PAIR_PORT 600
+	stamps() { # samples, bad, hardware samples (nstat prints in the kernel's order: one each)
+		local c
+		for c in TCPDelayStampSample TCPDelayStampBad TCPDelayStampHWSample; do
+			nstat -az "TcpExt$c" | awk '/TcpExt/ { printf "%s ", $2 }'
+		done
+	}
+	for cc in "${ccs[@]}"; do
+		read -r s0 b0 hw0 <<<"$(stamps)"
+		out=$(python3 tools/vm/pair.py send $PAIR_RX $PAIR_PORT "$cc" $PAIR_BYTES 2>&1)
+		read -r s1 b1 hw1 <<<"$(stamps)"
+		check "$cc: $((PAIR_BYTES / 1000000)) MB over virtio-net, SHA-256 intact" grep -q '"intact": true' <<<"$out"
+		diag "$cc: $out; delay samples $((s1 - s0)), bad $((b1 - b0)), hardware $((hw1 - hw0))"
+		case " timely timely_patched dx swift " in
+		*" $cc "*) check "$cc: the delay-stamp option negotiated between the two kernels (samples, none bad)" \
+			test $((s1 - s0)) -gt 100 -a $((b1 - b0)) -eq 0 ;;
+		*) check "$cc: no delay sample (the option is not offered)" test $((s1 - s0)) -eq 0 ;;
+		esac
+	done
+	# TSO and GSO off at the sender: each segment its own skb and its own t1; the samples
+	# per MB and the throughput against the offloaded run above (what TSO does to the option).
+	ethtool -K "$dev" tso off gso off
+	read -r s0 b0 hw0 <<<"$(stamps)"
+	out=$(python3 tools/vm/pair.py send $PAIR_RX $PAIR_PORT dx $PAIR_BYTES 2>&1)
+	read -r s1 b1 hw1 <<<"$(stamps)"
+	check "dx, TSO and GSO off: intact" grep -q '"intact": true' <<<"$out"
+	diag "dx, TSO/GSO off: $out; delay samples $((s1 - s0)), bad $((b1 - b0))"
+	ethtool -K "$dev" tso on gso on
+	# RC3 over cubic, its levels at their DSCPs (dscp_map=1), counted by the receiver.
+	modprobe tcp_rc3 levels=3 first_level_pkts=20 level_factor=4 dscp_map=1
+	sysctl -qw net.ipv4.tcp_rc3=1
+	out=$(python3 tools/vm/pair.py send $PAIR_RX $PAIR_PORT cubic $PAIR_BYTES --rc3 2>&1)
+	check "RC3 over cubic: intact" grep -q '"intact": true' <<<"$out"
+	diag "RC3 over cubic: $out; TCPRC3Sent $(nstat -az TcpExtTCPRC3Sent | awk '/TcpExt/ { print $2 }')"
+	sysctl -qw net.ipv4.tcp_rc3=0
+	python3 -c 'import socket; socket.create_connection(("'$PAIR_RX'", '$PAIR_DONE'), timeout=30).close()'
+	ktap_finish
+}
+
 ko() { echo "$moddir/$1.ko"; }
 # The modules' testbed parameters, as tools/testbed/run-tests.sh gives them (100 Mbit/s).
 source tools/testbed/config.sh 2>/dev/null || true
@@ -93,6 +186,8 @@ cc_faults) suite cc_faults selftests/tcp_cc_faults.sh -r "$(ko tcp_rc3)" "${ALL[
 wire_defaults) suite wire_defaults selftests/tcp_wire_defaults.sh ;;
 cc_trace) suite cc_trace selftests/tcp_cc_trace.sh "${TIMELY[@]}" "${DX[@]}" "$(ko tcp_rust_dctcp)" ;;
 tstamp) suite tstamp selftests/tcp_tstamp.sh ;;
+pair_rx) suite pair_rx pair_rx ;;
+pair_tx) suite pair_tx pair_tx ;;
 *) echo "rfl-suite: $job"; echo "guest-checks.sh: no suite $job"; echo "rfl-suite-end: $job 2" ;;
 esac
 # Whatever the kernel's checkers said over all of it.

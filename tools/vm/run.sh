@@ -47,17 +47,7 @@ for suite in "${suites[@]}"; do
 	cat "$work/console.txt" >> "$log"
 	echo "  # vm $suite: guest ran $((SECONDS - t0)) s (QEMU status $status)"
 	# Count the suite's KTAP lines between its markers, as run-tests.sh does for UML's.
-	awk '
-		/^rfl-suite: / { suite = substr($0, 12); next }
-		/^rfl-suite-end: / { if (!plan[suite]) print "FAIL vm " suite ": no TAP plan"; else if ($NF != 0 && !bad[suite]) print "FAIL vm " suite ": exit status " $NF; suite = ""; next }
-		suite == "" { next }
-		/^1\.\.[0-9]+/ { plan[suite] = 1; next }
-		/^#/ { print "  " $0; next }
-		/^ok [0-9]+ .*# SKIP/ { sub(/^ok [0-9]+ /, ""); print "SKIP vm " suite ": " $0; next }
-		/^ok [0-9]+ / { sub(/^ok [0-9]+ /, ""); print "PASS vm " suite ": " $0; next }
-		/^not ok [0-9]+ / { sub(/^not ok [0-9]+ /, ""); print "FAIL vm " suite ": " $0; bad[suite] = 1; next }
-		END { if (suite != "") print "FAIL vm " suite ": the guest stopped inside it" }
-	' "$work/console.txt" > "$work/results"
+	awk -f "$PROJECT_ROOT/tools/vm/ktap.awk" "$work/console.txt" > "$work/results"
 	cat "$work/results"
 	passed=$((passed + $(grep -c '^PASS ' "$work/results")))
 	failed=$((failed + $(grep -c '^FAIL ' "$work/results")))
