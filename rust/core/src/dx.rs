@@ -187,6 +187,9 @@ pub mod spec {
     pub const MIN_RTT_EXPIRY_ROUNDS: ParamSpec =
         ParamSpec::new("min_rtt_expiry_rounds", 1000, 0, MAX_EXPIRY_ROUNDS);
 
+    /// Not a [`DxParams`] field: it selects the ops the module registers (`ecn_share.rs`).
+    pub const ECN_SHARE: ParamSpec = super::super::ecn_share::ECN_SHARE;
+
     /// Every parameter, in the module's order.
     pub const ALL: [ParamSpec; 5] = [
         HEADROOM_NS,
@@ -195,6 +198,18 @@ pub mod spec {
         BASE_RTT_SLACK_NS,
         MIN_RTT_EXPIRY_ROUNDS,
     ];
+}
+
+/// The slow-start threshold DX answers TCP's `ssthresh` with: on entering CWR (an ECN echo
+/// or local congestion), fast recovery or a timeout. `share` `None` (`ecn_share` 0, the
+/// default): halved, Reno's, for all of them, as before `ecn_share`. `Some` (`ecn_share` 1):
+/// DCTCP's `cwnd (1 - alpha / 2)` from its state, which remembers the window (the module
+/// then halves on a loss, as DCTCP does: [`super::dctcp::Dctcp::on_loss`]).
+pub fn ssthresh_pkts(cwnd_pkts: u32, share: Option<&mut super::dctcp::Dctcp>) -> u32 {
+    match share {
+        None => super::reno::ssthresh_after_loss(cwnd_pkts),
+        Some(d) => d.ssthresh(cwnd_pkts),
+    }
 }
 
 /// Eq. 8: `V = R W* / (W* - 1)`, rounded down; `None` for `W* <= 1`, where it is undefined.
@@ -497,6 +512,31 @@ mod tests {
     use std::vec::Vec;
 
     const P: DxParams = DxParams::DEFAULT;
+
+    #[test]
+    fn ecn_share_off_halves_as_before() {
+        let mut rng = Rng::new(0xd0ec);
+        for _ in 0..10_000 {
+            let cwnd = rng.next_u64() as u32 >> rng.range(0, 31);
+            assert_eq!(
+                ssthresh_pkts(cwnd, None),
+                crate::reno::ssthresh_after_loss(cwnd)
+            );
+        }
+    }
+
+    #[test]
+    fn ecn_share_on_cuts_by_half_alpha() {
+        let c = crate::dctcp::Counters::default();
+        let mut d = crate::dctcp::Dctcp::new(crate::ecn_share::INIT_ALPHA, &c, 0);
+        // alpha 1.0: the first echo halves, as RFC 3168.
+        assert_eq!(ssthresh_pkts(100, Some(&mut d)), 50);
+        d.alpha = 128;
+        assert_eq!(ssthresh_pkts(100, Some(&mut d)), 94);
+        assert_eq!(d.undo_cwnd(94), 100);
+        d.alpha = 0;
+        assert_eq!(ssthresh_pkts(100, Some(&mut d)), 100);
+    }
 
     fn sample(owd_ns: u32, rtt_ns: u32) -> DelaySample {
         DelaySample {

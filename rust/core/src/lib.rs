@@ -13,6 +13,7 @@
 
 pub mod dctcp;
 pub mod dx;
+pub mod ecn_share;
 pub mod fixed;
 pub mod param;
 pub mod rc3;
@@ -22,6 +23,8 @@ pub mod seq;
 pub mod swift;
 pub mod timely;
 
+#[cfg(test)]
+mod ecn_model;
 #[cfg(test)]
 mod model;
 #[cfg(test)]

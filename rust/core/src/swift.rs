@@ -228,6 +228,10 @@ pub mod spec {
     pub const ENDPOINT_TARGET_NS: ParamSpec =
         ParamSpec::new("endpoint_target_ns", 100_000, 0, MAX_TARGET_NS);
 
+    /// Not a [`SwiftParams`] field: it selects the ops the module registers
+    /// (`ecn_share.rs`).
+    pub const ECN_SHARE: ParamSpec = super::super::ecn_share::ECN_SHARE;
+
     /// Every parameter, in the module's order.
     pub const ALL: [ParamSpec; 13] = [
         BASE_TARGET_NS,
@@ -445,6 +449,8 @@ pub enum Step {
     LossHeld = 5,
     /// `retx_reset_threshold` timeouts in a row: set to `min_cwnd`.
     Reset = 6,
+    /// Cut by `alpha / 2` at the end of a window with ECN marks (`ecn_share` 1).
+    EcnCut = 7,
 }
 
 /// What an ACK or a loss event did to each window.
@@ -619,6 +625,49 @@ impl Swift {
         self.loss_cut(law, now_ns, false)
     }
 
+    /// TCP entered CWR (an ECN echo, or local congestion): `share` false (`ecn_share` 0,
+    /// the default), the fast recovery cut ([`Swift::on_fast_recovery`]); `share` true,
+    /// nothing: the marks are answered by [`Swift::on_ecn_ack`].
+    pub fn on_cwr(&mut self, law: &Law, now_ns: u64, share: bool) -> Option<Action> {
+        (!share).then(|| self.on_fast_recovery(law, now_ns))
+    }
+
+    /// An ACK's ECN step. `share` `None` (`ecn_share` 0): nothing, an echo is answered when
+    /// TCP enters CWR ([`Swift::on_cwr`]). `Some`: a window with marks cuts the fabric
+    /// window by `alpha / 2` when it ends ([`Swift::on_ecn_share`]).
+    pub fn on_ecn_ack(
+        &mut self,
+        law: &Law,
+        now_ns: u64,
+        share: Option<&mut super::ecn_share::EcnShare>,
+        a: &super::ecn_share::EcnAck,
+    ) -> Option<Action> {
+        let alpha = share?.cut_on(a)?;
+        Some(self.on_ecn_share(law, now_ns, alpha))
+    }
+
+    /// With `ecn_share` 1: a window whose packets the peer echoed ECN marks for ended, and
+    /// `alpha` is the marked fraction's moving average
+    /// ([`EcnShare`](super::ecn_share::EcnShare)). The fabric window (the marks are the
+    /// fabric's) is cut by `alpha / 2`, as DCTCP cuts its window, within the bounds; once
+    /// per window, whatever the last decrease (it counts as one for the delay rule). The
+    /// endpoint window is the receiver's and keeps its value.
+    pub fn on_ecn_share(&mut self, law: &Law, now_ns: u64, alpha: u32) -> Action {
+        let before = law.clamp(self.fcwnd_fp);
+        let after = law.clamp(super::ecn_share::keep(before, alpha));
+        if after < before {
+            self.fabric_decreased_ns = now_ns;
+        }
+        self.fcwnd_fp = after;
+        if !self.endpoint_on {
+            self.ecwnd_fp = self.fcwnd_fp;
+        }
+        Action {
+            fabric: Step::EcnCut,
+            endpoint: Step::None,
+        }
+    }
+
     /// A retransmission timeout: as fast recovery, but the `retx_reset_threshold`-th in a
     /// row sets the windows to `min_cwnd` (section 3.5).
     pub fn on_timeout(&mut self, law: &Law, now_ns: u64) -> Action {
@@ -726,6 +775,85 @@ mod tests {
 
     fn law() -> Law {
         Law::new(&P).expect("defaults are valid")
+    }
+
+    /// `ecn_share` 0: on any sequence of CWR entries and ACKs with marks, the windows are
+    /// those of the code before `ecn_share`: CWR is the fast recovery cut, echoes alone
+    /// nothing.
+    #[test]
+    fn ecn_share_off_answers_marks_as_before() {
+        use crate::ecn_share::EcnAck;
+        let l = law();
+        let mut rng = Rng::new(0x5ec0);
+        for _ in 0..500 {
+            let mut s = Swift::new(&l, rng.range(1, 200) as u32);
+            let _ = s.on_ack(&l, 0, 1, Some(&stamped(20_000, 10_000)));
+            let mut before = s;
+            let (mut now, mut delivered, mut ce) = (0u64, 0u32, 0u32);
+            for _ in 0..300 {
+                now += rng.range(0, 100) * US;
+                if rng.range(0, 3) == 0 {
+                    let a = s.on_cwr(&l, now, false);
+                    assert_eq!(a, Some(before.on_fast_recovery(&l, now)));
+                } else {
+                    delivered += rng.range(0, 20) as u32;
+                    ce += rng.range(0, 5) as u32;
+                    let a = EcnAck {
+                        ece: true,
+                        in_cwr: rng.range(0, 1) == 1,
+                        delivered_pkts: delivered,
+                        delivered_ce_pkts: ce,
+                        in_flight_pkts: rng.range(0, 30) as u32,
+                    };
+                    assert_eq!(s.on_ecn_ack(&l, now, None, &a), None);
+                }
+                assert_eq!(s, before);
+            }
+        }
+    }
+
+    /// `ecn_share` 1: CWR does not cut; a window with marks cuts the fabric window by
+    /// `alpha / 2` when it ends, once; the endpoint window keeps its value.
+    #[test]
+    fn ecn_share_on_cuts_the_fabric_window_once_per_marked_window() {
+        use crate::ecn_share::{keep, EcnAck, EcnShare};
+        let l = law();
+        let mut s = Swift::new(&l, 100);
+        let _ = s.on_ack(&l, 0, 1, Some(&stamped(20_000, 10_000)));
+        let (f, e) = (s.fcwnd_fp(), s.ecwnd_fp());
+        assert_eq!(s.on_cwr(&l, 1000, true), None);
+        assert_eq!((s.fcwnd_fp(), s.ecwnd_fp()), (f, e));
+        let mut share = EcnShare::new(0, 0);
+        let ack = |delivered, ce| EcnAck {
+            ece: true,
+            in_cwr: true,
+            delivered_pkts: delivered,
+            delivered_ce_pkts: ce,
+            in_flight_pkts: 100,
+        };
+        assert_eq!(s.on_ecn_ack(&l, 2000, Some(&mut share), &ack(99, 99)), None);
+        let a = s.on_ecn_ack(&l, 3000, Some(&mut share), &ack(100, 99));
+        assert_eq!(a.map(|a| a.code()), Some(Step::EcnCut as u32));
+        // alpha stays 1.0 (99 of 100 marked: 1024 - 64 + 63): halved, less a rounding.
+        assert_eq!(share.alpha(), 1023);
+        assert_eq!(s.fcwnd_fp(), keep(f, 1023));
+        assert_eq!(s.ecwnd_fp(), e);
+        // The next window without marks: no cut.
+        assert_eq!(
+            s.on_ecn_ack(&l, 4000, Some(&mut share), &ack(200, 99)),
+            None
+        );
+        assert_eq!(s.fcwnd_fp(), keep(f, 1023));
+        // Cut to the floor at most.
+        for i in 0..3000 {
+            let _ = s.on_ecn_ack(
+                &l,
+                5000,
+                Some(&mut share),
+                &ack(300 + 100 * i, 100 + 100 * i),
+            );
+        }
+        assert_eq!(s.cwnd_fp(&l), l.min_cwnd_fp());
     }
 
     fn pkts(w: f64) -> u64 {
@@ -1272,6 +1400,8 @@ mod tests {
                             assert!(w >= (w0 * keep / PPM).max(l.min_cwnd_fp()), "{w0} -> {w}");
                         }
                         Step::Held | Step::LossHeld => assert_eq!(w, w0),
+                        // Not on these events.
+                        Step::EcnCut => unreachable!(),
                         Step::Reset => assert_eq!(w, l.min_cwnd_fp()),
                         Step::None => {}
                     }

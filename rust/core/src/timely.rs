@@ -77,6 +77,8 @@ pub enum Mode {
     Loss = 7,
     /// Halved after an ECN congestion mark.
     Ce = 8,
+    /// Cut by `alpha / 2` at the end of a window with ECN marks (`ecn_share` 1).
+    EcnShare = 9,
 }
 
 /// Controller parameters, in the units of the kernel module's parameters (same names), so
@@ -202,6 +204,9 @@ pub mod spec {
     pub const PATCHED_RTT_WINDOW_RTTS: ParamSpec =
         ParamSpec::new("patched_rtt_window_rtts", 4, 0, 64);
     pub const T_HIGH_LAST_SAMPLE: ParamSpec = ParamSpec::new("t_high_last_sample", 0, 0, 1);
+    /// Not a [`Params`] field: it will select the ops the module registers
+    /// (`ecn_share.rs`).
+    pub const ECN_SHARE: ParamSpec = super::super::ecn_share::ECN_SHARE;
 
     /// Every parameter, in the module's order.
     pub const ALL: [ParamSpec; 20] = [
@@ -420,13 +425,20 @@ pub struct Timely {
     pub last_rtt_us: u32,
     /// Last normalised gradient.
     pub gradient_ppm: i32,
-    /// Consecutive completions with a non-positive gradient.
-    pub neg_gradients: u32,
-    /// What the last update did.
-    pub mode: u8,
     /// This flow's C ([`Params::flow_c_mbps`]), for [`Params::for_flow`]: with
     /// `max_rate_mbps` 0, the link speed of the flow's device when it started.
     pub c_mbps: u32,
+    /// The kernel module's: the sender-count epoch ([`sender_epoch`]) this flow last counted
+    /// itself in, plus one (0: never). Here, not in the module's state, for room: with
+    /// `ecn_share` that state holds an [`EcnShare`](super::ecn_share::EcnShare) too.
+    pub counted_epoch: u32,
+    /// Consecutive completions with a negative gradient (saturating: only compared with
+    /// `hai_threshold`, at most 1000).
+    pub neg_gradients: u16,
+    /// What the last update did.
+    pub mode: u8,
+    /// The kernel module's: in TCP's CWR state, not yet halved for it ([`Timely::on_ce`]).
+    pub ce_armed: bool,
 }
 
 // The socket's private area holds it beside the segmenter and the module's state.
@@ -563,7 +575,7 @@ impl Timely {
             } else {
                 0
             };
-            if self.neg_gradients >= p.hai_threshold {
+            if u32::from(self.neg_gradients) >= p.hai_threshold {
                 let step = p.delta_bps().saturating_mul(p.hai_factor.into());
                 (rate.saturating_add(step), Mode::Hai)
             } else {
@@ -611,6 +623,56 @@ impl Timely {
     /// a flow that ignored those drops would take the link from the flows that answer them.
     pub fn on_heavy_loss(&mut self, p: &Params) {
         self.halve(p, Mode::Loss);
+    }
+
+    /// TCP's congestion state changed; `cwr`: to CWR, which lasts until the data in flight
+    /// when it began is acknowledged, one window. Arms [`Timely::on_ecn_ack`]'s halving.
+    pub fn on_ca_state(&mut self, cwr: bool) {
+        self.ce_armed = cwr;
+    }
+
+    /// An ACK's ECN step; whether it changed the rate.
+    ///
+    /// `share` `None` (`ecn_share` 0, the default): the RFC 3168 answer, as before
+    /// `ecn_share`: the first ACK that echoes a mark in a CWR episode halves the rate
+    /// ([`Timely::on_ce`]): `tcp_enter_cwr()` on this ACK's echo, or a mark echoed later in
+    /// a CWR the stack entered for another reason (a local qdisc's push-back, a loss a
+    /// tail-loss probe repaired), which alone does not cut.
+    ///
+    /// `share` `Some` (`ecn_share` 1): DCTCP's answer, whatever TCP's state: a window with
+    /// marks cuts the rate by `alpha / 2` when it ends ([`Timely::on_ecn_share`]).
+    pub fn on_ecn_ack(
+        &mut self,
+        p: &Params,
+        share: Option<&mut super::ecn_share::EcnShare>,
+        a: &super::ecn_share::EcnAck,
+    ) -> bool {
+        match share {
+            None if self.ce_armed && a.ece && a.in_cwr => {
+                self.ce_armed = false;
+                self.on_ce(p);
+                true
+            }
+            None => false,
+            Some(share) => match share.cut_on(a) {
+                Some(alpha) => {
+                    self.on_ecn_share(p, alpha);
+                    true
+                }
+                None => false,
+            },
+        }
+    }
+
+    /// With `ecn_share` 1, instead of [`Timely::on_ce`]: a window whose packets the peer
+    /// echoed marks for ended, and `alpha` is the marked fraction's moving average
+    /// ([`EcnShare`](super::ecn_share::EcnShare)): the rate is cut by `alpha / 2`, as DCTCP
+    /// cuts its window, within the rate's bounds.
+    pub fn on_ecn_share(&mut self, p: &Params, alpha: u32) {
+        let rate = super::ecn_share::keep(self.rate_bps, alpha);
+        self.rate_bps = rate.clamp(p.min_rate_bps(), p.max_rate_bps());
+        self.neg_gradients = 0;
+        self.mode = Mode::EcnShare as u8;
     }
 
     fn halve(&mut self, p: &Params, mode: Mode) {
@@ -1016,8 +1078,119 @@ mod tests {
     use super::*;
     use crate::testing::Rng;
     use std::string::ToString;
+    use std::vec::Vec;
 
     const P: Params = Params::PAPER;
+
+    /// Random ECN events: CWR entered and left, ACKs with and without an echo, in CWR or
+    /// not, with and without newly marked packets.
+    fn ecn_events(rng: &mut Rng, n: usize) -> Vec<Option<crate::ecn_share::EcnAck>> {
+        let (mut delivered, mut ce) = (rng.next_u64() as u32, rng.next_u64() as u32);
+        let mut in_cwr = false;
+        (0..n)
+            .map(|_| {
+                if rng.range(0, 4) == 0 {
+                    in_cwr = !in_cwr;
+                    return None;
+                }
+                let acked = rng.range(0, 20) as u32;
+                let marked = if rng.range(0, 1) == 0 {
+                    0
+                } else {
+                    rng.range(0, acked.into()) as u32
+                };
+                delivered = delivered.wrapping_add(acked);
+                ce = ce.wrapping_add(marked);
+                Some(crate::ecn_share::EcnAck {
+                    ece: marked > 0 || rng.range(0, 5) == 0,
+                    in_cwr,
+                    delivered_pkts: delivered,
+                    delivered_ce_pkts: ce,
+                    in_flight_pkts: rng.range(0, 40) as u32,
+                })
+            })
+            .collect()
+    }
+
+    /// `ecn_share` 0: on any sequence with marks, the rate, mode and state are those of the
+    /// code before `ecn_share` (the module's: halve on the first echo of a CWR episode).
+    #[test]
+    fn ecn_share_off_answers_marks_as_before() {
+        let mut rng = Rng::new(0xece0);
+        let mut differed = false;
+        for _ in 0..500 {
+            let start = rng.range(P.min_rate_bps(), P.max_rate_bps());
+            let mut t = Timely::new(&P, start);
+            let mut before = t;
+            let mut shared = t;
+            let mut share = crate::ecn_share::EcnShare::new(0, 0);
+            let mut armed = false;
+            for e in ecn_events(&mut rng, 200) {
+                match e {
+                    None => {
+                        let cwr = !armed && rng.range(0, 1) == 0;
+                        t.on_ca_state(cwr);
+                        shared.on_ca_state(cwr);
+                        armed = cwr;
+                    }
+                    Some(a) => {
+                        t.on_ecn_ack(&P, None, &a);
+                        shared.on_ecn_ack(&P, Some(&mut share), &a);
+                        // The module's code before ecn_share.
+                        if armed && a.ece && a.in_cwr {
+                            armed = false;
+                            before.on_ce(&P);
+                        }
+                    }
+                }
+                before.ce_armed = armed;
+                assert_eq!(t, before);
+                differed |= shared.rate_bps != t.rate_bps;
+            }
+        }
+        assert!(differed);
+    }
+
+    /// `ecn_share` 1: the rate is cut by `alpha / 2` once per window that saw marks, never
+    /// otherwise; CWR and echoes alone do nothing.
+    #[test]
+    fn ecn_share_on_cuts_by_half_alpha_once_per_marked_window() {
+        use crate::ecn_share::{EcnAck, EcnShare};
+        let mut t = Timely::new(&P, 4_000_000_000);
+        let mut share = EcnShare::new(1000, 0);
+        let ack = |delivered, ce, in_cwr| EcnAck {
+            ece: true,
+            in_cwr,
+            delivered_pkts: delivered,
+            delivered_ce_pkts: ce,
+            in_flight_pkts: 10,
+        };
+        t.on_ca_state(true);
+        // Inside the window: nothing, echo and CWR or not.
+        assert!(!t.on_ecn_ack(&P, Some(&mut share), &ack(1005, 5, true)));
+        assert_eq!(t.rate_bps, 4_000_000_000);
+        // The window ends with 5 of 10 marked: alpha 1024 - 64 + 32 = 992, cut by 992/2048.
+        assert!(t.on_ecn_ack(&P, Some(&mut share), &ack(1010, 5, true)));
+        assert_eq!(t.rate_bps, 4_000_000_000 - 4_000_000_000 * 992 / 2048);
+        assert_eq!(t.mode, Mode::EcnShare as u8);
+        // A window without marks (echoes still set): alpha decays, no cut.
+        let r = t.rate_bps;
+        assert!(!t.on_ecn_ack(&P, Some(&mut share), &ack(1020, 5, false)));
+        assert_eq!((t.rate_bps, share.alpha()), (r, 930));
+        // One mark in the next window: cut by alpha / 2 (alpha 930 - 58 + 6 = 878).
+        assert!(t.on_ecn_ack(&P, Some(&mut share), &ack(1030, 6, false)));
+        assert_eq!(share.alpha(), 878);
+        assert_eq!(t.rate_bps, crate::ecn_share::keep(r, 878));
+        // Never below the floor.
+        for i in 0..2000u32 {
+            t.on_ecn_ack(
+                &P,
+                Some(&mut share),
+                &ack(1040 + 10 * i, 16 + 10 * i, false),
+            );
+        }
+        assert_eq!(t.rate_bps, P.min_rate_bps());
+    }
 
     #[test]
     fn the_defaults_are_valid_and_each_in_its_range() {

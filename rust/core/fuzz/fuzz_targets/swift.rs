@@ -216,6 +216,7 @@ fuzz_target!(|data: &[u8]| {
                 Step::Held | Step::LossHeld => assert_eq!(w, w0),
                 Step::Reset => assert_eq!(w, lo),
                 Step::None => {}
+                Step::EcnCut => panic!("an ecn_share cut on a delay sample or a loss"),
             }
         }
         let cwnd = s.cwnd_fp(&law);

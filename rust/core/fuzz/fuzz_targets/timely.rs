@@ -79,7 +79,8 @@ fn expected(p: &Params, v: Variant, t: &Timely, rtt: u32, high: u32) -> Expected
         if gradient <= 0 {
             // HAI counts negative gradients only; 0 breaks the run.
             neg = if gradient < 0 {
-                t.neg_gradients.saturating_add(1)
+                // A 16-bit count, saturating (only compared with hai_threshold <= 1000).
+                u32::from(t.neg_gradients.saturating_add(1))
             } else {
                 0
             };
@@ -95,7 +96,7 @@ fn expected(p: &Params, v: Variant, t: &Timely, rtt: u32, high: u32) -> Expected
             )
         }
     } else {
-        neg = t.neg_gradients;
+        neg = u32::from(t.neg_gradients);
         let w = (2 * gradient + PPM / 2).clamp(0, PPM);
         let rtt_ref = i128::from(p.rtt_ref_us());
         let error = ((i128::from(rtt) - rtt_ref) * PPM / rtt_ref).min(PPM * PPM);
@@ -169,7 +170,7 @@ fn check_completion(
         after.rate_bps,
         after.rtt_diff_ns,
         after.gradient_ppm,
-        after.neg_gradients,
+        u32::from(after.neg_gradients),
         after.mode,
     );
     let want = (
@@ -205,7 +206,7 @@ fn check_completion(
     } else if v == Variant::Original {
         assert!(if after.gradient_ppm > 0 { down } else { up });
         if after.mode == Mode::Hai as u8 {
-            assert!(after.neg_gradients >= p.hai_threshold);
+            assert!(u32::from(after.neg_gradients) >= p.hai_threshold);
         }
     } else if rtt <= p.rtt_ref_us() {
         assert!(up);
