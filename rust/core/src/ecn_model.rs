@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Model check of `ecn_share`: two Swift flows beside two DCTCP flows on one bottleneck that
-//! CE-marks above `K` packets, simulated packet by packet with the same `Swift`,
-//! `EcnShare` and DCTCP code the kernel modules run.
+//! Model check of `ecn_share`: two Swift (or DX) flows beside two DCTCP flows on one
+//! bottleneck that CE-marks above `K` packets, simulated packet by packet with the same
+//! `Swift`, `Dx`, `EcnShare` and DCTCP code the kernel modules run.
 //!
 //! `model.rs` is TIMELY's fluid model: rates, no windows, no ECN. Here, a discrete-event
 //! model: every flow is ACK-clocked by its window, the link serves one MTU packet at a time
@@ -13,7 +13,10 @@
 //! window (TCP's CWR), sets the window to `dctcp::ssthresh_pkts` (at once, not through
 //! PRR), `alpha` from `dctcp::Dctcp`. Swift's samples are the RTT of each packet, as the
 //! kernel's RTT (no endpoint window); its window is the law's, rounded down, at least one
-//! packet, unpaced.
+//! packet, unpaced. DX's samples are the same RTTs (its RTT fallback: the queuing delay is
+//! the RTT less its minimum); at each round's end (DCTCP's rounds, as the module's) Eq. 1
+//! sets the window, outside CWR; an echo outside CWR sets it to `dx::ssthresh_pkts` (with
+//! `ecn_share`, from DCTCP's state, whose alpha the module updates per window).
 //!
 //! What is not modelled: slow start (every flow starts at 10 packets), delayed ACKs, PRR,
 //! pacing, losses. The check is of the laws' shares, not of the stack.
@@ -21,6 +24,7 @@
 extern crate std;
 
 use super::dctcp::{Counters, Dctcp};
+use super::dx::{self, DelaySample, Dx, DxParams};
 use super::ecn_share::{EcnAck, EcnShare, INIT_ALPHA, SHIFT_G};
 use super::sample::SampleSource;
 use super::swift::{Law, Sample, Swift, SwiftParams, FP_SHIFT};
@@ -34,6 +38,15 @@ enum Cc {
         cwnd: u32,
         cnt: u32,
         /// In CWR until `snd_una` reaches this.
+        cwr_until: Option<u32>,
+    },
+    Dx {
+        x: Dx,
+        p: DxParams,
+        /// `ecn_share`'s DCTCP state.
+        share: Option<Dctcp>,
+        cwnd: u32,
+        round_end: u32,
         cwr_until: Option<u32>,
     },
     Swift {
@@ -56,7 +69,7 @@ struct Flow {
 impl Flow {
     fn cwnd(&self, law: &Law) -> u32 {
         match &self.cc {
-            Cc::Dctcp { cwnd, .. } => *cwnd,
+            Cc::Dctcp { cwnd, .. } | Cc::Dx { cwnd, .. } => *cwnd,
             Cc::Swift { s, .. } => ((s.cwnd_fp(law) >> FP_SHIFT) as u32).max(1),
         }
     }
@@ -104,6 +117,33 @@ impl Flow {
                     }
                 }
             }
+            Cc::Dx {
+                x,
+                p,
+                share,
+                cwnd,
+                round_end,
+                cwr_until,
+            } => {
+                let rtt_ns = (now_ns - sent_ns) as u32;
+                let sample = DelaySample {
+                    source: SampleSource::KernelRtt,
+                    owd_ns: rtt_ns,
+                    rtt_ns,
+                };
+                let _ = x.on_sample(&sample, p);
+                if let Some(d) = share.as_mut() {
+                    let _ = d.on_ack(SHIFT_G, &counters);
+                }
+                cwr_over(cwr_until);
+                if ce && cwr_until.is_none() {
+                    *cwnd = dx::ssthresh_pkts(*cwnd, share.as_mut()).max(1);
+                    *cwr_until = Some(snd_nxt);
+                } else if cwr_until.is_none() && snd_una > *round_end {
+                    *cwnd = x.on_round_end(*cwnd, p).max(1);
+                    *round_end = snd_nxt;
+                }
+            }
             Cc::Swift {
                 s,
                 share,
@@ -147,26 +187,45 @@ enum Event {
     Ack(usize, u64, bool),
 }
 
-/// `swift_share`: the Swift flows' `ecn_share`. Link `capacity_bps`, propagation RTT
+/// The two flows beside DCTCP's.
+#[derive(Clone, Copy)]
+enum Delay<'a> {
+    Swift(&'a Law),
+    Dx(&'a DxParams),
+}
+
+/// `share`: the delay-based flows' `ecn_share`. Link `capacity_bps`, propagation RTT
 /// `prop_ns`, marking threshold `k_pkts`.
-fn run(law: &Law, swift_share: bool, capacity_bps: u64, prop_ns: u64, k_pkts: usize) -> Outcome {
+fn run(delay: Delay, share: bool, capacity_bps: u64, prop_ns: u64, k_pkts: usize) -> Outcome {
+    let default_law = Law::default_law();
+    let law = match delay {
+        Delay::Swift(l) => l,
+        Delay::Dx(_) => &default_law,
+    };
     let service_ns = MTU_BITS * 1_000_000_000 / capacity_bps;
     let duration_ns = 200_000_000;
     let mut flows: Vec<Flow> = (0..4)
         .map(|i| Flow {
-            cc: if i < 2 {
-                Cc::Swift {
-                    s: Swift::new(law, 10),
-                    share: swift_share.then(|| EcnShare::new(0, 0)),
+            cc: match delay {
+                Delay::Swift(l) if i < 2 => Cc::Swift {
+                    s: Swift::new(l, 10),
+                    share: share.then(|| EcnShare::new(0, 0)),
                     cwr_until: None,
-                }
-            } else {
-                Cc::Dctcp {
+                },
+                Delay::Dx(p) if i < 2 => Cc::Dx {
+                    x: Dx::default(),
+                    p: *p,
+                    share: share.then(|| Dctcp::new(INIT_ALPHA, &Counters::default(), 0)),
+                    cwnd: 10,
+                    round_end: 0,
+                    cwr_until: None,
+                },
+                _ => Cc::Dctcp {
                     d: Dctcp::new(INIT_ALPHA, &Counters::default(), 0),
                     cwnd: 10,
                     cnt: 0,
                     cwr_until: None,
-                }
+                },
             },
             snd_nxt: 0,
             snd_una: 0,
@@ -247,13 +306,13 @@ fn law() -> Law {
 #[test]
 fn two_swift_flows_share_an_ecn_queue_with_two_dctcp_flows() {
     let l = law();
-    let shared = run(&l, true, 10_000_000_000, 20_000, 65);
+    let shared = run(Delay::Swift(&l), true, 10_000_000_000, 20_000, 65);
     let swift: f64 = shared.shares[..2].iter().sum();
     let total: f64 = shared.shares.iter().sum();
     std::println!("ecn_share 1: shares {:?}", shared.shares);
     assert!((0.35..=0.65).contains(&swift), "{:?}", shared.shares);
     assert!(total > 0.95, "{:?}", shared.shares);
-    let rfc3168 = run(&l, false, 10_000_000_000, 20_000, 65);
+    let rfc3168 = run(Delay::Swift(&l), false, 10_000_000_000, 20_000, 65);
     let swift_rfc: f64 = rfc3168.shares[..2].iter().sum();
     std::println!("ecn_share 0: shares {:?}", rfc3168.shares);
     assert!(swift_rfc < swift, "{:?}", rfc3168.shares);
@@ -265,13 +324,31 @@ fn two_swift_flows_share_an_ecn_queue_with_two_dctcp_flows() {
 #[test]
 fn a_target_below_the_marking_queue_yields_the_link_anyway() {
     let l = Law::default_law();
-    let deep = run(&l, true, 10_000_000_000, 20_000, 65);
+    let deep = run(Delay::Swift(&l), true, 10_000_000_000, 20_000, 65);
     assert!(
         deep.shares[..2].iter().sum::<f64>() < 0.1,
         "{:?}",
         deep.shares
     );
-    let shallow = run(&l, true, 10_000_000_000, 20_000, 20);
+    let shallow = run(Delay::Swift(&l), true, 10_000_000_000, 20_000, 20);
     let swift: f64 = shallow.shares[..2].iter().sum();
     assert!((0.35..=0.65).contains(&swift), "{:?}", shallow.shares);
+}
+
+/// DX beside DCTCP: with a headroom above the queue K holds (100 us against 78 us) and
+/// `ecn_share`, the DX pair gets 35-65% of the link; with the echo halving ssthresh
+/// (`ecn_share` 0), less.
+#[test]
+fn two_dx_flows_share_an_ecn_queue_with_two_dctcp_flows() {
+    let p = DxParams {
+        headroom_ns: 100_000,
+        ..DxParams::DEFAULT
+    };
+    let shared = run(Delay::Dx(&p), true, 10_000_000_000, 20_000, 65);
+    let dx_pair: f64 = shared.shares[..2].iter().sum();
+    std::println!("dx, ecn_share 1: shares {:?}", shared.shares);
+    let halved = run(Delay::Dx(&p), false, 10_000_000_000, 20_000, 65);
+    std::println!("dx, ecn_share 0: shares {:?}", halved.shares);
+    assert!((0.35..=0.65).contains(&dx_pair), "{:?}", shared.shares);
+    assert!(halved.shares[..2].iter().sum::<f64>() < dx_pair);
 }
