@@ -38,7 +38,8 @@ RATE_MBIT=100 DELAY_US=500 QUEUE_PKTS=500
 # another parameter are given at that parameter's default. A min of 0 has nothing below
 # it to try (the parameters are u32). Every parameter `modinfo -p` lists must be here.
 # Sources: README.md's table, Params::validate() in rust/core/src/timely.rs,
-# check() in rust/tcp_rust_dctcp.rs, DxParams::validate() in rust/core/src/dx.rs.
+# check() in rust/tcp_rust_dctcp.rs, DxParams::validate() in rust/core/src/dx.rs,
+# SwiftParams::validate() in rust/core/src/swift.rs.
 PARAM_TABLE=(
 	"tcp_timely|t_low_us|1|9999999|"
 	"tcp_timely|t_high_us|51|10000000|min t_low_us+1, t_low_us at its default 50"
@@ -67,6 +68,19 @@ PARAM_TABLE=(
 	"tcp_dx|max_decrease_ppm|1|1000000|"
 	"tcp_dx|base_rtt_slack_ns|0|20000|max headroom_ns, at its default 20000"
 	"tcp_dx|min_rtt_expiry_rounds|0|10000|"
+	"tcp_swift|base_target_ns|1|100000000|"
+	"tcp_swift|per_hop_ns|0|1000000|"
+	"tcp_swift|hops|0|64|"
+	"tcp_swift|fs_range_ns|0|100000000|"
+	"tcp_swift|fs_min_cwnd_mpkts|1|99999|max fs_max_cwnd_pkts*1000-1, at its default 100"
+	"tcp_swift|fs_max_cwnd_pkts|1|1000000|"
+	"tcp_swift|ai_mpkts|1|100000|"
+	"tcp_swift|beta_md_ppm|1|1000000|"
+	"tcp_swift|max_mdf_ppm|1|1000000|"
+	"tcp_swift|min_cwnd_mpkts|1|10000000|max max_cwnd_pkts*1000, at its default 10000"
+	"tcp_swift|max_cwnd_pkts|1|1000000|"
+	"tcp_swift|retx_reset_threshold|1|1000|"
+	"tcp_swift|endpoint_target_ns|0|100000000|"
 )
 
 # Faults at the bottleneck (item 3): name|netem arguments ("flap": no impairment, the

@@ -61,7 +61,7 @@ trap cleanup EXIT
 
 before=$(cat /proc/sys/net/ipv4/tcp_available_congestion_control)
 # The scripted peer answers in milliseconds (scapy), and Swift's targets are absolute
-# delays: above its target (1 ms for the dumbbell) on every ACK, swift keeps its window at
+# delays: above its target (3 ms for the dumbbell) on every ACK, swift keeps its window at
 # the floor, a packet every many RTTs, and options_fuzz's 400 KB did not finish in 20 s.
 # These exchanges test what the stack does with the peer's packets, not Swift's answer to
 # a path slower than its target: here its target is 100 ms (its largest), above this
