@@ -11,6 +11,7 @@
 #   tools/vm/pair.sh [--timeout SEC]      (make x86-pair)
 set -uo pipefail
 source "$(dirname "$0")/../testbed/config.sh"
+source "$(dirname "$0")/console.sh"
 timeout_s=2700
 [ "${1:-}" != --timeout ] || timeout_s=$2
 work=$(mktemp -d "${TMPDIR:-/tmp}/rfl-pair.XXXXXX")
@@ -37,17 +38,7 @@ wait $rx; rx_status=$?
 echo "  # vm pair: guests ran $((SECONDS - t0)) s (QEMU status rx $rx_status, tx $tx_status)"
 passed=0 failed=0
 for g in rx tx; do
-	tr -d '\r' < "$work/$g.raw" > "$work/$g.txt"
-	[ -z "${RFL_VM_LOG:-}" ] || cat "$work/$g.txt" >> "$RFL_VM_LOG.$g"
-	awk -f "$PROJECT_ROOT/tools/vm/ktap.awk" "$work/$g.txt" > "$work/$g.results"
-	cat "$work/$g.results"
-	passed=$((passed + $(grep -c '^PASS ' "$work/$g.results")))
-	failed=$((failed + $(grep -c '^FAIL ' "$work/$g.results")))
-	if ! grep -q "^rfl-suite-end: kernel_reports(pair_$g)" "$work/$g.txt"; then
-		failed=$((failed + 1))
-		echo "FAIL vm pair_$g: the guest did not finish; its console's last lines:"
-		tail -n 30 "$work/$g.txt" | sed 's/^/  | /'
-	fi
+	vm_count "$work/$g.raw" "pair_$g" "${RFL_VM_LOG:+$RFL_VM_LOG.$g}"
 done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -10,6 +10,7 @@
 #   (make x86-test: packages, image, one boot per suite)
 set -uo pipefail
 source "$(dirname "$0")/../testbed/config.sh"
+source "$(dirname "$0")/console.sh"
 cpus=2 mem=3G timeout_s=900 job=checks
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -43,19 +44,8 @@ for suite in "${suites[@]}"; do
 		-append "root=/dev/vda rw console=ttyS0 init=/opt/rfl-tcp-cc/tools/vm/guest-init.sh panic=-1 rfl.job=$suite" \
 		-drive file="$work/root.img",format=raw,if=virtio < /dev/null > "$work/console.raw" 2>&1
 	status=$?
-	tr -d '\r' < "$work/console.raw" > "$work/console.txt"
-	cat "$work/console.txt" >> "$log"
 	echo "  # vm $suite: guest ran $((SECONDS - t0)) s (QEMU status $status)"
-	# Count the suite's KTAP lines between its markers, as run-tests.sh does for UML's.
-	awk -f "$PROJECT_ROOT/tools/vm/ktap.awk" "$work/console.txt" > "$work/results"
-	cat "$work/results"
-	passed=$((passed + $(grep -c '^PASS ' "$work/results")))
-	failed=$((failed + $(grep -c '^FAIL ' "$work/results")))
-	if ! grep -q "^rfl-suite-end: kernel_reports($suite)" "$work/console.txt"; then
-		failed=$((failed + 1))
-		echo "FAIL vm $suite: the guest did not finish (QEMU status $status); its console's last lines:"
-		tail -n 30 "$work/console.txt" | sed 's/^/  | /'
-	fi
+	vm_count "$work/console.raw" "$suite" "$log"
 done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
