@@ -142,6 +142,14 @@ bottleneck_queue() {
 		burst $((ecn_k + 1)) probability 1.0 bandwidth "${rate}mbit" ecn $nodrop
 }
 
+# bottleneck_marked: how many packets the dumbbell's RED queue (handle 10:) has marked CE
+# so far; 0 for a FIFO.
+bottleneck_marked() {
+	tc -n $NS_RTR -s qdisc show dev r1 |
+		awk '/^qdisc / { q = ($2 == "red" && $3 == "10:") } q && /marked/ { for (i = 1; i < NF; i++) if ($i == "marked") { print $(i + 1); exit } }' |
+		grep . || echo 0
+}
+
 # dumbbell_ipv6: IPv6 on the dumbbell too (after setup_dumbbell): cli fd00:10:1::1,
 # rtr fd00:10:1::2 and fd00:10:2::1, srv fd00:10:2::2 ($SRV_ADDR6); no DAD, so the
 # addresses work at once.
