@@ -25,18 +25,22 @@
 
 SHELL := /bin/bash
 CACHE_DIR ?= $(or $(RFL_CC_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/rfl-tcp-cc)
-# The kernel flavour: normal, or debug (tools/testbed/kernel-debug.config, built with clang 19 and
-# the flags of tools/testbed/config.sh's KERNEL_MAKE_ARGS, which must match these).
+# The kernel flavour: normal, nonetns (CONFIG_NET_NS=n: make test-nonetns), or debug
+# (tools/testbed/kernel-debug.config, built with clang 19 and the flags of
+# tools/testbed/config.sh's KERNEL_MAKE_ARGS, which must match these).
 KERNEL_FLAVOR ?= normal
 export KERNEL_FLAVOR
 ifeq ($(KERNEL_FLAVOR),normal)
 KERNEL_SUFFIX :=
 KERNEL_MAKE_ARGS :=
+else ifeq ($(KERNEL_FLAVOR),nonetns)
+KERNEL_SUFFIX := -nonetns
+KERNEL_MAKE_ARGS :=
 else ifeq ($(KERNEL_FLAVOR),debug)
 KERNEL_SUFFIX := -debug
 KERNEL_MAKE_ARGS := LLVM=-19 KCFLAGS=-Xclang=-mlarge-data-threshold=2147483647
 else
-$(error KERNEL_FLAVOR=$(KERNEL_FLAVOR): expected normal or debug)
+$(error KERNEL_FLAVOR=$(KERNEL_FLAVOR): expected normal, nonetns or debug)
 endif
 KDIR ?= $(CACHE_DIR)/linux-7.3$(KERNEL_SUFFIX)
 BINDGEN ?= $(CACHE_DIR)/bindgen/bin/bindgen
@@ -115,6 +119,11 @@ DEBUG_SHORT_SELFTESTS := rc3 tcp_dx tstamp tcp_timely cc_packets cc_autoload wir
 test-debug-short:
 	$(MAKE) test KERNEL_FLAVOR=debug SELFTESTS="$(DEBUG_SHORT_SELFTESTS)" RFL_HOST_TESTS=0
 
+# Without network namespaces (CONFIG_NET_NS=n, tools/testbed/kernel-nonetns.config): the series
+# and the modules build, and every KUnit suite passes; the selftests need namespaces.
+test-nonetns:
+	$(MAKE) test KERNEL_FLAVOR=nonetns SELFTESTS=none RFL_HOST_TESTS=0
+
 # The README's two commands, make demo then make test, run verbatim by a normal user in a
 # chroot of a bare Debian 12 (mmdebstrap minbase + sudo, git, ca-certificates, make; no Rust),
 # which installs everything else through tools/testbed/setup.sh; the kernel that make setup
@@ -124,12 +133,22 @@ bare-debian-check:
 	tools/testbed/bare-debian.sh
 
 # x86_64 under QEMU (tools/vm/): packages, a fresh Debian image with them, the checks.
-.PHONY: x86-packages x86-test x86-test-all x86-pair
+.PHONY: x86-packages x86-test x86-test-all x86-pair x86-kcsan
+# X86_FLAVOR: x86_64 (the checkers: kCFI, lockdep, KASAN), x86_64-kcsan, or x86_64-release (no
+# checkers, for a host of your own). X86_BASE_CONFIG=host (or a config file): start from the
+# running host's /boot/config-$(uname -r) instead of defconfig (docs/x86_64.md).
+X86_FLAVOR ?= x86_64
+X86_BASE_CONFIG ?=
+export X86_FLAVOR
 x86-packages:
-	KERNEL_FLAVOR=x86_64 tools/testbed/setup.sh deps
-	tools/vm/packages.sh
+	KERNEL_FLAVOR=$(X86_FLAVOR) tools/testbed/setup.sh deps
+	RFL_BASE_CONFIG="$(if $(filter host,$(X86_BASE_CONFIG)),/boot/config-$(shell uname -r),$(X86_BASE_CONFIG))" tools/vm/packages.sh
 x86-test: x86-packages
 	tools/vm/run.sh
+# The KCSAN kernel (tools/testbed/kernel-x86_64-kcsan.config): the concurrency suites on 2 vCPUs.
+x86-kcsan:
+	$(MAKE) x86-packages X86_FLAVOR=x86_64-kcsan
+	X86_FLAVOR=x86_64-kcsan tools/vm/run.sh --job install,cc_stress,rc3,tcp_timely
 x86-test-all: x86-packages
 	tools/vm/run.sh --job all
 # Two kernels over a virtio-net link: every control end to end, the option, RC3's DSCPs.

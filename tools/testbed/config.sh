@@ -26,16 +26,22 @@ CACHE_DIR=${RFL_CC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rfl-tcp-cc}
 # gcc does; the code is the same (64-bit absolute addressing either way). Given to cc1
 # (-Xclang=), as the driver rejects it for objects built without -mcmodel=large (the vDSO).
 KERNEL_FLAVOR=${KERNEL_FLAVOR:-normal}
-# KERNEL_FLAVOR=x86_64 is not UML: an x86_64 kernel (tools/testbed/kernel-x86_64.config: kCFI,
-# lockdep, KASAN) built with clang 19 as Debian packages, for QEMU guests (tools/vm/).
+# KERNEL_FLAVOR=nonetns is the normal UML kernel with CONFIG_NET_NS=n (tools/testbed/
+# kernel-nonetns.config): the abstraction must build and its KUnit suites pass without
+# namespaces. KERNEL_FLAVOR=x86_64 is not UML: an x86_64 kernel (tools/testbed/
+# kernel-x86_64.config: kCFI, lockdep, KASAN) built with clang 19 as Debian packages, for
+# QEMU guests (tools/vm/); x86_64-kcsan is that kernel with KCSAN in place of KASAN
+# (tools/testbed/kernel-x86_64-kcsan.config over kernel-x86_64.config), x86_64-release
+# the same without the checkers, for a host of your own (kernel-x86_64-release.config).
 KERNEL_ARCH=um
 case "$KERNEL_FLAVOR" in
 normal) KERNEL_TREE=$CACHE_DIR/linux-$KERNEL_SERIES KERNEL_MAKE_ARGS=() ;;
+nonetns) KERNEL_TREE=$CACHE_DIR/linux-$KERNEL_SERIES-nonetns KERNEL_MAKE_ARGS=() ;;
 debug) KERNEL_TREE=$CACHE_DIR/linux-$KERNEL_SERIES-debug
        KERNEL_MAKE_ARGS=(LLVM=-19 KCFLAGS=-Xclang=-mlarge-data-threshold=2147483647) ;;
-x86_64) KERNEL_TREE=$CACHE_DIR/linux-$KERNEL_SERIES-x86_64 KERNEL_ARCH=x86_64
+x86_64|x86_64-kcsan|x86_64-release) KERNEL_TREE=$CACHE_DIR/linux-$KERNEL_SERIES-$KERNEL_FLAVOR KERNEL_ARCH=x86_64
         KERNEL_MAKE_ARGS=(LLVM=-19) ;;
-*) echo "error: KERNEL_FLAVOR=$KERNEL_FLAVOR: expected normal, debug or x86_64" >&2; exit 1 ;;
+*) echo "error: KERNEL_FLAVOR=$KERNEL_FLAVOR: expected normal, nonetns, debug, x86_64, x86_64-kcsan or x86_64-release" >&2; exit 1 ;;
 esac
 export KERNEL_FLAVOR
 

@@ -27,13 +27,23 @@ DEBIAN_PACKAGES=(
 	python3-scapy                                      # scapy: the scripted TCP peer of the packet-level tests
 )
 # The debug flavour is built with clang (KASAN with Rust needs it; see tools/testbed/config.sh).
-[ "$KERNEL_FLAVOR" = normal ] || DEBIAN_PACKAGES+=(clang-19 lld-19 llvm-19)
+case "$KERNEL_FLAVOR" in normal|nonetns) ;; *) DEBIAN_PACKAGES+=(clang-19 lld-19 llvm-19) ;; esac
 # x86_64: packaged by the kernel's bindeb-pkg; its guests' image built by mmdebstrap.
-[ "$KERNEL_FLAVOR" != x86_64 ] || DEBIAN_PACKAGES+=(dpkg-dev fakeroot debhelper libdw-dev mmdebstrap)
+[ "$KERNEL_ARCH" = um ] || DEBIAN_PACKAGES+=(dpkg-dev fakeroot debhelper libdw-dev mmdebstrap)
 
-# The config fragments merged over defconfig, in order.
+# The config fragments merged over the base config (defconfig), in order: kernel.config,
+# then the flavour's; x86_64-kcsan and x86_64-release are x86_64's with their own on top.
 CONFIG_FRAGMENTS=("$PROJECT_ROOT/tools/testbed/kernel.config")
+case "$KERNEL_FLAVOR" in x86_64-*) CONFIG_FRAGMENTS+=("$PROJECT_ROOT/tools/testbed/kernel-x86_64.config") ;; esac
 [ "$KERNEL_FLAVOR" = normal ] || CONFIG_FRAGMENTS+=("$PROJECT_ROOT/tools/testbed/kernel-$KERNEL_FLAVOR.config")
+# RFL_BASE_CONFIG (x86_64 flavours only): a kernel config to start from instead of
+# defconfig, such as the running host's /boot/config-$(uname -r) (make x86-packages
+# X86_BASE_CONFIG=host); the fragments still go over it. A distribution's config builds
+# thousands of modules: hours here, against about 22 minutes for the small base.
+if [ -n "${RFL_BASE_CONFIG:-}" ]; then
+	[ "$KERNEL_ARCH" = x86_64 ] || die "RFL_BASE_CONFIG is for the x86_64 flavours (KERNEL_FLAVOR=$KERNEL_FLAVOR)"
+	[ -f "$RFL_BASE_CONFIG" ] || die "RFL_BASE_CONFIG=$RFL_BASE_CONFIG: no such file"
+fi
 
 sudo_maybe() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -129,7 +139,8 @@ series_key() {
 	  # Other flavours: their fragment and toolchain too (the normal key is unchanged).
 	  if [ "$KERNEL_FLAVOR" != normal ]; then
 		echo "$KERNEL_FLAVOR ${KERNEL_MAKE_ARGS[*]}"; cat "${CONFIG_FRAGMENTS[@]:1}"
-	  fi; } | sha256sum | cut -c1-16
+	  fi
+	  [ -z "${RFL_BASE_CONFIG:-}" ] || cat "$RFL_BASE_CONFIG"; } | sha256sum | cut -c1-16
 }
 # Every patch in the order they apply, as paths under ROOT (default patches/): the series
 # that patches/series names, each one's patches from its own series file (tools/series.sh).
@@ -218,12 +229,21 @@ build_kernel() {
 	fi
 	prepare_tree
 	local what="UML kernel" minutes=6 image=linux targets=(linux modules)
-	[ "$KERNEL_FLAVOR" = normal ] || { what="$KERNEL_FLAVOR UML kernel"; minutes=20; }
+	case "$KERNEL_FLAVOR" in normal) ;; nonetns) what="UML kernel without CONFIG_NET_NS" ;;
+	*) what="$KERNEL_FLAVOR UML kernel"; minutes=20 ;; esac
 	# x86_64: the kernel's own Debian packages (linux-image, linux-headers), in $CACHE_DIR.
 	[ "$KERNEL_ARCH" = um ] || { what="$KERNEL_ARCH kernel packages"; minutes=45
 		image=arch/x86/boot/bzImage targets=(bindeb-pkg); }
 	step "configuring $what"
-	"${KMAKE[@]}" -s defconfig >/dev/null
+	if [ -n "${RFL_BASE_CONFIG:-}" ]; then
+		cp "$RFL_BASE_CONFIG" "$KERNEL_TREE/.config"
+		# A distribution's config names its own signing keys, which this tree has not.
+		"$KERNEL_TREE/scripts/config" --file "$KERNEL_TREE/.config" --set-str SYSTEM_TRUSTED_KEYS "" \
+			--set-str SYSTEM_REVOCATION_KEYS "" --disable MODULE_SIG_ALL
+		"${KMAKE[@]}" -s olddefconfig >/dev/null
+	else
+		"${KMAKE[@]}" -s defconfig >/dev/null
+	fi
 	"$KERNEL_TREE/scripts/kconfig/merge_config.sh" -m -O "$KERNEL_TREE" \
 		"$KERNEL_TREE/.config" "${CONFIG_FRAGMENTS[@]}" >/dev/null
 	"${KMAKE[@]}" -s olddefconfig

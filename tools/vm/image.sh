@@ -7,10 +7,14 @@
 #
 #   tools/vm/image.sh IMAGE.img      (the kernel to boot is left in IMAGE.img.vmlinuz)
 set -euo pipefail
-export KERNEL_FLAVOR=x86_64
+# X86_FLAVOR: x86_64 (kCFI, lockdep, KASAN), x86_64-kcsan (KCSAN in place of KASAN) or
+# x86_64-release (no checkers: for a host of your own).
+export KERNEL_FLAVOR=${X86_FLAVOR:-x86_64}
+case "$KERNEL_FLAVOR" in x86_64|x86_64-kcsan|x86_64-release) ;;
+*) echo "X86_FLAVOR=$KERNEL_FLAVOR: expected x86_64, x86_64-kcsan or x86_64-release" >&2; exit 2 ;; esac
 source "$(dirname "$0")/../testbed/config.sh"
 img=${1:?usage: $0 IMAGE.img}
-DEBS=$CACHE_DIR/x86_64-debs
+DEBS=$CACHE_DIR/$KERNEL_FLAVOR-debs
 SUITE=bookworm MIRROR=${KERNEL_DEB_MIRROR:-http://deb.debian.org/debian}
 # What the selftests run in the guest; nothing else.
 PACKAGES=iproute2,kmod,iperf3,python3,python3-scapy,procps,ethtool,iputils-ping,util-linux,e2fsprogs

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # The patched kernel for x86_64 as Debian packages, and the Rust modules as a package for
-# it, in $CACHE_DIR/x86_64-debs (docs/x86_64.md):
+# it, in $CACHE_DIR/$KERNEL_FLAVOR-debs (docs/x86_64.md):
 #   linux-image-<release>_<version>_amd64.deb     the kernel's own `make bindeb-pkg`
 #   linux-headers-<release>_<version>_amd64.deb   (tools/testbed/kernel-x86_64.config)
 #   rfl-tcp-cc-modules-<release>_<version>_amd64.deb  rust/*.ko in /lib/modules/<release>/updates
@@ -10,9 +10,13 @@
 #
 #   tools/vm/packages.sh          (make x86-packages)
 set -euo pipefail
-export KERNEL_FLAVOR=x86_64
+# X86_FLAVOR: x86_64 (kCFI, lockdep, KASAN), x86_64-kcsan (KCSAN in place of KASAN) or
+# x86_64-release (no checkers: for a host of your own).
+export KERNEL_FLAVOR=${X86_FLAVOR:-x86_64}
+case "$KERNEL_FLAVOR" in x86_64|x86_64-kcsan|x86_64-release) ;;
+*) echo "X86_FLAVOR=$KERNEL_FLAVOR: expected x86_64, x86_64-kcsan or x86_64-release" >&2; exit 2 ;; esac
 source "$(dirname "$0")/../testbed/config.sh"
-OUT=$CACHE_DIR/x86_64-debs
+OUT=$CACHE_DIR/$KERNEL_FLAVOR-debs
 
 # The kernel: configured from x86_64_defconfig + the fragments, built by bindeb-pkg, which
 # writes the packages next to the tree.
@@ -39,7 +43,7 @@ if [ -f "$deb" ]; then
 	step "modules package $(basename "$deb"): cached"
 else
 	step "building the Rust modules for $release"
-	build=$CACHE_DIR/x86_64-modules
+	build=$CACHE_DIR/$KERNEL_FLAVOR-modules
 	rm -rf "$build"; mkdir -p "$build"
 	cp "$PROJECT_ROOT/Kbuild" "$build/"
 	rsync -a --exclude target --exclude fuzz --exclude '*.o' --exclude '*.ko' --exclude '*.mod*' \
