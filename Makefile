@@ -108,7 +108,7 @@ setup-debug:
 test-debug:
 	$(MAKE) test KERNEL_FLAVOR=debug
 
-# Its shortened form, which CI runs (tools/testbed/ci-debug.sh): KUnit and the selftests of the
+# Its shortened form, which CI runs (tools/testbed/ci-flavour.sh): KUnit and the selftests of the
 # paths the newest patches change (RC3; the delay-stamp option's hardware stamps and veth's
 # emulated NIC clock; the netdevice notifier, under lockdep, through tun, veth and an
 # ops-locked dummy in tcp_timely; malformed SACK, ACK and option input from a scripted
