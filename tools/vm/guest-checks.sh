@@ -204,6 +204,13 @@ cc_faults) suite cc_faults selftests/tcp_cc_faults.sh -r "$(ko tcp_rc3)" "${ALL[
 wire_defaults) suite wire_defaults selftests/tcp_wire_defaults.sh ;;
 cc_trace) suite cc_trace selftests/tcp_cc_trace.sh "${TIMELY[@]}" "${DX[@]}" "$(ko tcp_rust_dctcp)" ;;
 tstamp) suite tstamp selftests/tcp_tstamp.sh ;;
+# The per-control selftest UML runs for every algorithm (tcp_cc_module.sh), one boot each.
+cc_module_rust_reno) suite "$job" selftests/tcp_cc_module.sh "$(ko tcp_rust_reno)" rust_reno ;;
+cc_module_timely|cc_module_timely_patched)
+	suite "$job" selftests/tcp_cc_module.sh "${TIMELY[0]}" "${job#cc_module_}" "${TIMELY[@]:1}" ;;
+cc_module_rust_dctcp) suite "$job" selftests/tcp_cc_module.sh "$(ko tcp_rust_dctcp)" rust_dctcp ;;
+cc_module_dx) suite "$job" selftests/tcp_cc_module.sh "${DX[0]}" dx "${DX[@]:1}" ;;
+cc_module_swift) suite "$job" selftests/tcp_cc_module.sh "${SWIFT[0]}" swift "${SWIFT[@]:1}" ;;
 pair_rx) suite pair_rx pair_rx ;;
 pair_tx) suite pair_tx pair_tx ;;
 *) echo "rfl-suite: $job"; echo "guest-checks.sh: no suite $job"; echo "rfl-suite-end: $job 2" ;;

@@ -25,7 +25,8 @@ done
 # module loaded and every sysctl at its default. checks: what CI runs.
 case "$job" in
 checks) suites=(install cc_autoload cc_stress cc_packets rc3 tcp_dx tcp_timely) ;;
-all) suites=(install cc_autoload cc_stress cc_packets rc3 tcp_dx tcp_timely cc_faults wire_defaults cc_trace tstamp) ;;
+all) suites=(install cc_autoload cc_stress cc_packets rc3 tcp_dx tcp_timely cc_faults wire_defaults cc_trace tstamp
+	     cc_module_rust_reno cc_module_timely cc_module_timely_patched cc_module_rust_dctcp cc_module_dx cc_module_swift) ;;
 *) IFS=, read -r -a suites <<<"$job" ;;
 esac
 work=$(mktemp -d "${TMPDIR:-/tmp}/rfl-vm.XXXXXX")
