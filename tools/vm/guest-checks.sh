@@ -19,7 +19,7 @@ export RFL_KERNEL_FLAVOR=debug
 source selftests/lib.sh
 # The x86_64-kcsan kernel (KCSAN in place of KASAN) has its debugfs directory.
 kcsan=0 sanitizer=KASAN
-[ ! -d /sys/kernel/debug/kcsan ] || { kcsan=1 sanitizer=KCSAN; }
+[ ! -e /sys/kernel/debug/kcsan ] || { kcsan=1 sanitizer=KCSAN; }
 
 suite() { # NAME COMMAND...: one suite's KTAP between markers
 	local name=$1 status; shift
