@@ -11,11 +11,17 @@
                                       RC3's low-priority loop on (TCP_RC3); prints one JSON
                                       line: digest match, seconds, Mbit/s, retransmits
     pair.py wait HOST PORT SECONDS    until HOST:PORT accepts a connection
+    pair.py dscp DEV PORT OUT         receiver: counts the TCP segments to PORT arriving on
+                                      DEV by DSCP (an AF_PACKET socket: after GRO, so a
+                                      coalesced train counts once), written to OUT as JSON
+                                      when SIGTERM stops it
 """
 import hashlib
 import json
 import os
+import signal
 import socket
+import struct
 import sys
 import threading
 import time
@@ -40,6 +46,28 @@ def sink(port):
     while True:
         c, _ = srv.accept()
         threading.Thread(target=serve, args=(c,), daemon=True).start()
+
+
+def dscp(dev, port, out):
+    ETH_P_IP = 0x0800
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_IP))
+    s.bind((dev, ETH_P_IP))
+    counts = {}
+
+    def done(*_):
+        with open(out, "w") as f:
+            json.dump(counts, f)
+        sys.exit(0)
+    signal.signal(signal.SIGTERM, done)
+    while True:
+        pkt, addr = s.recvfrom(256)
+        # Incoming only (PACKET_OUTGOING is 4); IPv4 carrying TCP to PORT.
+        if addr[2] == socket.PACKET_OUTGOING or len(pkt) < 24 or pkt[9] != socket.IPPROTO_TCP:
+            continue
+        ihl = (pkt[0] & 0x0F) * 4
+        if len(pkt) >= ihl + 4 and struct.unpack_from("!H", pkt, ihl + 2)[0] == port:
+            key = str(pkt[1] >> 2)
+            counts[key] = counts.get(key, 0) + 1
 
 
 def send(host, port, cc, nbytes, rc3):
@@ -86,6 +114,8 @@ if __name__ == "__main__":
         sink(int(a[1]))
     elif a[0] == "send":
         sys.exit(send(a[1], int(a[2]), a[3], int(a[4]), "--rc3" in a[5:]))
+    elif a[0] == "dscp":
+        dscp(a[1], int(a[2]), a[3])
     elif a[0] == "wait":
         sys.exit(wait(a[1], int(a[2]), float(a[3])))
     sys.exit(__doc__)
