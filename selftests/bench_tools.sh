@@ -8,7 +8,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.." || exit 1
 trap ns_cleanup EXIT
 
-ktap_plan 6
+ktap_plan 7
 setup_dumbbell 100 500 100 || { echo "Bail out! dumbbell setup failed"; exit 1; }
 
 # A queue that holds still: the bottleneck drains one packet per 1.5 s, so 20 pings sent
@@ -76,11 +76,15 @@ ip netns exec $NS_CLI timeout $client_timeout python3 tools/bench/fctflow.py cli
 check "workload client ends with status 0" test $? = 0
 summary=$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); fs = r["flows"]
 done = [f for f in fs if "fct_us" in f]
-print(r["planned"], len(fs), len(done), min((f["fct_us"] for f in done), default=0))' "$out")
-read -r planned recorded completed min_fct <<<"$summary"
+# From the first data byte: after the handshake (at least one base RTT less), never negative.
+data_ok = all(f["fct_data_us"] >= 0 and f["fct_us"] - f["fct_data_us"] >= 400 for f in done)
+print(r["planned"], len(fs), len(done), min((f["fct_us"] for f in done), default=0),
+      min((f["fct_data_us"] for f in done), default=0), int(data_ok))' "$out")
+read -r planned recorded completed min_fct min_data data_ok <<<"$summary"
 check "every planned flow is recorded ($recorded of $planned)" test "$planned" -gt 5 -a "$recorded" = "$planned"
 check "every flow completed ($completed of $planned)" test "$completed" = "$planned"
 check "no flow faster than the base RTT (fastest ${min_fct} us, RTT >= 500 us)" \
 	python3 -c "import sys; sys.exit(not float('$min_fct') >= 500)"
+check "each FCT from the first data byte leaves the handshake out (fastest ${min_data} us)" test "$data_ok" = 1
 rm -f "$out"
 ktap_finish

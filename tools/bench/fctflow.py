@@ -11,7 +11,9 @@ The client starts flows at Poisson arrivals so that their bytes offer `load_pct`
 flows. A flow is a new connection using the given congestion control: connect, send the
 bytes (one write of the whole flow, as much as the send buffer takes; the first 8 give its
 length), shut down writing; the server answers one byte when every byte has arrived. The
-flow completion time (FCT) is from the connection's start to that byte. Flows still open
+flow completion time (FCT) is from the connection's start (connect()) to that byte; the
+FCT from the first data byte (fct_data_us) leaves the handshake out, as the RC3 thesis's
+model does: from the first write, once the connection is established, to that byte. Flows still open
 `grace_s` after the last arrival are recorded as unfinished, never dropped.
 
 Both sides are single-threaded event loops, so hundreds of concurrent flows cost little.
@@ -97,7 +99,7 @@ def draw_flows(w):
 class Flow:
     def __init__(self, size, arrival):
         self.size, self.arrival, self.sent = size, arrival, 0
-        self.start = self.end = None
+        self.start = self.first = self.end = None
         self.error = None
 
 
@@ -139,6 +141,8 @@ def run_client(dst, port, algo, w):
                 if ev & selectors.EVENT_WRITE:
                     if f.sent == 0:
                         payload[:8] = f.size.to_bytes(8, "big")  # the server's length
+                        if f.first is None:
+                            f.first = time.monotonic() - t0
                     n = s.send(memoryview(payload)[:f.size - f.sent])
                     f.sent += n
                     if f.sent >= f.size:
@@ -163,6 +167,7 @@ def run_client(dst, port, algo, w):
         r = {"size": f.size, "arrival_s": round(f.arrival, 6), "start_s": round(f.start, 6)}
         if f.end is not None:
             r["fct_us"] = round((f.end - f.start) * 1e6, 1)
+            r["fct_data_us"] = round((f.end - f.first) * 1e6, 1)
         else:
             r["unfinished"] = f.error or f"open at the deadline ({f.sent} of {f.size} bytes sent)"
         out.append(r)

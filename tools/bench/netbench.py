@@ -346,7 +346,11 @@ def controller_rtt(so):
 
 def split_algo(algo):
     """"cubic+rc3" -> ("cubic", {"rc3": True}): the congestion control, and its variant:
-    +rc3   RC3's low-priority loop beside it (patches 0011-0015, rust/tcp_rc3.ko loaded);
+    +rc3   RC3's low-priority loop beside it (patches rc3/, rust/tcp_rc3.ko loaded with its
+           defaults: the thesis's levels of 40, 400 and 4000 packets read as cumulative
+           bounds, every level at one DSCP, Lower-Effort): one-level RC3, a labelled variant;
+    +rc3lv RC3 as the thesis runs it: the same levels, each at its own DSCP (dscp_map=1:
+           level n at DSCP 4n - 1), served in strict priority at the bottleneck;
     +hw    the delay-stamp option on the NICs' hardware stamps (veth's emulated clocks,
            patch 0018); +hwN adds N ns of timestamp noise (standard deviation) at the
            receiver's NIC, so the one-way delay carries that noise (DX's Fig 11);
@@ -397,6 +401,8 @@ def one_variant(extra, algo):
         return {"no_ecn": True}
     if extra == "rc3":
         return {"rc3": True}
+    if extra == "rc3lv":
+        return {"rc3": True, "rc3_dscp_map": 1}
     if m:
         return {"hw_noise_ns": int(m.group(1) or 0)}
     if extra == "rtt":
@@ -408,7 +414,7 @@ def one_variant(extra, algo):
     if loss:
         return {"loss_pct": float(loss.group(1))}
     sys.exit(f"error: unknown variant '+{extra}' in '{algo}' "
-             "(+rc3, +hw[N], +rtt, +calN, +jitN, +lossP, +fq, +kN, +noecn, +iwN)")
+             "(+rc3, +rc3lv, +hw[N], +rtt, +calN, +jitN, +lossP, +fq, +kN, +noecn, +iwN)")
 
 
 def hardware_stamps(noise_ns):

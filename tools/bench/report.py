@@ -609,6 +609,12 @@ def fct_rows(rs):
     return rows + commit_notes([[r] for r in ok])
 
 
+# RC3's bench variants (tools/bench/netbench.py split_algo) and how the report names them.
+RC3_VARIANTS = {"+rc3": "one level: every level at DSCP 1, the module's default",
+                "+rc3lv": "the thesis's levels of 40, 400 and 4000 packets (read as cumulative "
+                          "bounds) each at its own DSCP, dscp_map=1"}
+
+
 def rc3_rows(rs):
     """RC3 against the same congestion control without it, per repetition (the same
     flows: one seed per repetition): the mean FCT per size, the reduction averaged over
@@ -617,15 +623,19 @@ def rc3_rows(rs):
     runs = {(r["algo"], r.get("rep", 0)): r for r in rs if r.get("ok") and "fct" in r}
     pairs = {}
     for (algo, rep), r in runs.items():
-        base = algo[:-len("+rc3")] if algo.endswith("+rc3") else None
-        if base and (base, rep) in runs:
-            pairs.setdefault(base, []).append((rep, runs[(base, rep)], r))
+        # "+rc3": one-level RC3 (every level at one DSCP); "+rc3lv": its levels at their
+        # DSCPs, as the thesis runs it (netbench.split_algo). Each against the plain control.
+        for suffix in RC3_VARIANTS:
+            if algo.endswith(suffix) and (algo[:-len(suffix)], rep) in runs:
+                base = algo[:-len(suffix)]
+                pairs.setdefault((base, suffix), []).append((rep, runs[(base, rep)], r))
     if not pairs:
         return []
 
     def paired(tcp, rc3):
         a, b = tcp["fct"]["flows"], rc3["fct"]["flows"]
-        return [(x["size"], x["fct_us"], y["fct_us"]) for x, y in zip(a, b)
+        return [(x["size"], x["fct_us"], y["fct_us"], x.get("fct_data_us"), y.get("fct_data_us"))
+                for x, y in zip(a, b)
                 if x["size"] == y["size"] and "fct_us" in x and "fct_us" in y]
 
     def med(xs):
@@ -642,21 +652,24 @@ def rc3_rows(rs):
             "per repetition paired flow by flow (the same arrivals and sizes), median and "
             "(min to max) over repetitions. Over flows: 1 - mean(FCT with RC3) / mean(FCT "
             "without); over bytes: the same with each flow weighted by its size. Large-flow "
-            "goodput: mean of size / FCT over flows of 1 MB or more.", "",
-            "| control | reps | flows paired | mean FCT ms: without / with RC3 | reduction over "
+            "goodput: mean of size / FCT over flows of 1 MB or more. FCT runs from connect(); "
+            "the last reduction column is over flows again, with each FCT from the flow's "
+            "first data byte (the handshake left out, as the thesis's model does). RC3 is "
+            + ", ".join(f"{k} ({v})" for k, v in RC3_VARIANTS.items()) + ".", "",
+            "| control | RC3 | reps | flows paired | mean FCT ms: without / with RC3 | reduction over "
             "flows % | reduction over bytes % | large-flow goodput Mbit/s: without / with "
-            "| commit |",
-            "|---|---:|---:|---:|---:|---:|---:|---|"]
+            "| reduction over flows %, from the first byte | commit |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     by_size, by_size_runs, rows_runs = {}, {}, []
-    for base, reps in pairs.items():
+    for (base, suffix), reps in sorted(pairs.items()):
         base_runs = []
-        n, fct_a, fct_b, red_f, red_b, gp_a, gp_b = [], [], [], [], [], [], []
+        n, fct_a, fct_b, red_f, red_b, gp_a, gp_b, red_d = [], [], [], [], [], [], [], []
         for rep, tcp, rc3 in sorted(reps, key=lambda t: t[0]):
             p = paired(tcp, rc3)
             if not p:
                 continue
             base_runs += [tcp, rc3]
-            by_size_runs.setdefault(base, []).extend([tcp, rc3])
+            by_size_runs.setdefault((base, suffix), []).extend([tcp, rc3])
             n.append(len(p))
             ma = sum(x[1] for x in p) / len(p)
             mb = sum(x[2] for x in p) / len(p)
@@ -670,27 +683,30 @@ def rc3_rows(rs):
             if big:
                 gp_a.append(sum(x[0] * 8 / x[1] for x in big) / len(big))
                 gp_b.append(sum(x[0] * 8 / x[2] for x in big) / len(big))
-            for size, a, b in p:
-                by_size.setdefault((base, size), {}).setdefault(rep, []).append((a, b))
-        rows.append(f"| {base} | {len(n)} | {sum(n)} | {spread(med(fct_a), '{:.1f}')} / "
+            data = [(x[3], x[4]) for x in p if x[3] is not None and x[4] is not None]
+            if data:  # runs from before fct_data_us have none
+                red_d.append(100 * (1 - sum(b for _, b in data) / sum(a for a, _ in data)))
+            for size, a, b, _, _ in p:
+                by_size.setdefault((base, suffix, size), {}).setdefault(rep, []).append((a, b))
+        rows.append(f"| {base} | {suffix} | {len(n)} | {sum(n)} | {spread(med(fct_a), '{:.1f}')} / "
                     f"{spread(med(fct_b), '{:.1f}')} | {spread(med(red_f))} | {spread(med(red_b))} "
                     f"| {spread(med(gp_a), '{:.0f}')} / {spread(med(gp_b), '{:.0f}')} "
-                    f"| {commits(base_runs)} |")
+                    f"| {spread(med(red_d))} | {commits(base_runs)} |")
         rows_runs.append(base_runs)
     rows += commit_notes(rows_runs)
     rows += ["", "By flow size: mean FCT in ms without / with RC3 and the reduction, "
              "median over repetitions (min to max):", "",
-             "| control | size KB | flows | without | with RC3 | reduction % | commit |",
-             "|---|---:|---:|---:|---:|---:|---|"]
-    for (base, size), reps in sorted(by_size.items()):
+             "| control | RC3 | size KB | flows | without | with RC3 | reduction % | commit |",
+             "|---|---|---:|---:|---:|---:|---:|---|"]
+    for (base, suffix, size), reps in sorted(by_size.items()):
         fa = [sum(a for a, _ in v) / len(v) / 1000 for v in reps.values()]
         fb = [sum(b for _, b in v) / len(v) / 1000 for v in reps.values()]
         red = [100 * (1 - b / a) for a, b in zip(fa, fb)]
         flows = sum(len(v) for v in reps.values())
-        rows.append(f"| {base} | {size / 1024:g} | {flows} | {spread(med(fa), '{:.1f}')} "
+        rows.append(f"| {base} | {suffix} | {size / 1024:g} | {flows} | {spread(med(fa), '{:.1f}')} "
                     f"| {spread(med(fb), '{:.1f}')} | {spread(med(red))} "
-                    f"| {commits(by_size_runs[base])} |")
-    return rows + commit_notes([by_size_runs[base] for base, _ in by_size])
+                    f"| {commits(by_size_runs[(base, suffix)])} |")
+    return rows + commit_notes([by_size_runs[(base, suffix)] for base, suffix, _ in by_size])
 
 
 def calibration_notes(sc, rs):

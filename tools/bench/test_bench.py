@@ -648,3 +648,38 @@ class Repository(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Rc3Rows(unittest.TestCase):
+    """RC3's FCT table: each variant (one level, levels at their DSCPs) against the plain
+    control, flows paired by position, the reduction also from the first data byte."""
+
+    @staticmethod
+    def run_(algo, rep, fcts, data=None):
+        flows = [{"size": s, "fct_us": f} for s, f in fcts]
+        for f, d in zip(flows, data or []):
+            f["fct_data_us"] = d
+        return {"algo": algo, "rep": rep, "ok": True, "fct": {"flows": flows},
+                "commit": "abc1234"}
+
+    def test_both_variants_paired_with_the_plain_control(self):
+        base = self.run_("cubic", 0, [(1000, 2000.0), (2000, 4000.0)], [1000.0, 3000.0])
+        one = self.run_("cubic+rc3", 0, [(1000, 1000.0), (2000, 4000.0)], [500.0, 3000.0])
+        lv = self.run_("cubic+rc3lv", 0, [(1000, 2000.0), (2000, 2000.0)], [1000.0, 1000.0])
+        rows = report.rc3_rows([base, one, lv])
+        one_row = next(r for r in rows if r.startswith("| cubic | +rc3 |"))
+        lv_row = next(r for r in rows if r.startswith("| cubic | +rc3lv |"))
+        # Over flows, from connect(): 1 - 5000/6000 for one level, 1 - 4000/6000 with levels.
+        self.assertIn("| 16.7 |", one_row)
+        self.assertIn("| 33.3 |", lv_row)
+        # From the first data byte: 1 - 3500/4000 and 1 - 2000/4000.
+        self.assertIn("| 12.5 |", one_row)
+        self.assertIn("| 50.0 |", lv_row)
+        self.assertTrue(any("+rc3lv" in r and "dscp_map=1" in r for r in rows))
+
+    def test_runs_without_the_first_byte_time_show_a_dash(self):
+        base = self.run_("dx", 0, [(1000, 2000.0)])
+        rc3 = self.run_("dx+rc3", 0, [(1000, 1000.0)])
+        row = next(r for r in report.rc3_rows([base, rc3]) if r.startswith("| dx | +rc3 |"))
+        self.assertIn("| 50.0 |", row)
+        self.assertIn("| - |", row)

@@ -24,6 +24,7 @@ class SplitAlgo(unittest.TestCase):
     def test_plain_and_known_variants(self):
         self.assertEqual(netbench.split_algo("cubic"), ("cubic", {}))
         self.assertEqual(netbench.split_algo("cubic+rc3"), ("cubic", {"rc3": True}))
+        self.assertEqual(netbench.split_algo("dx+rc3lv"), ("dx", {"rc3": True, "rc3_dscp_map": 1}))
         self.assertEqual(netbench.split_algo("dx+hw2000"), ("dx", {"hw_noise_ns": 2000}))
         self.assertEqual(netbench.split_algo("dx+cal1000"), ("dx", {"calibrate_mbps": 1000}))
 
