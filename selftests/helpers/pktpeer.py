@@ -592,6 +592,12 @@ class Peer:
             self.send(0x12, syn_opts.ljust((len(syn_opts) + 3) // 4 * 4, b"\x01"), ece=self.ecn,
                       window=65535)
             self.snd_nxt = (self.iss + 1) & 0xFFFFFFFF
+            if a.scenario == "ecn_echo":
+                # At most about 8 KB in flight (64 << 7), so that the sender still has new
+                # data to send, which must carry CWR, when the echoes begin at the 10th
+                # segment, however fast it is (a debug kernel once had the whole 100 KB
+                # out before the first ECE).
+                self.window = 64
             if a.scenario == "rc3_ack_unsent_data":
                 # The loop sends nothing beyond the window: after the SYN-ACK's 64 KB (what
                 # the loop sends at the first push), 39936 bytes from snd_una keep the
