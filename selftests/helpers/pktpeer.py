@@ -309,6 +309,8 @@ class Peer:
         self.replay_echo = None      # ... (t1, t2) of the last echo of a t1 the sender sent
         self.lp_acks = 0             # pure ACKs from the client at a DSCP other than 0
         self.peer_data_first_ack = None  # rc3_lp_ack_echo: what first ACKed the peer's data
+        self.peer_data_first_ack_ok = False
+        self.peer_data_sent_at = None
         self.lp_ack_echoes = 0       # ... with a delay-stamp echo
         self.peer_data_sent = 0      # rc3_lp_ack_echo: bytes the peer sent to the client
         self.lport = args.port       # the peer's port (md5_syn_full: its own, it connects)
@@ -548,6 +550,7 @@ class Peer:
         sends them (no timestamp, so the receiver takes its slow path, where it notes the
         DSCP), but with t1 where the option was agreed (an RC3 sender leaves it off; a peer
         need not): the client ACKs each (quick ACKs) at that DSCP."""
+        self.peer_data_sent_at = time.monotonic()
         for i in range(PEER_SEGS):
             opts = b""
             if self.delay_ok:
@@ -568,9 +571,18 @@ class Peer:
         payload = tcp_bytes[doff:ip.len - ip.ihl * 4]
         self.parse_ts(opts)
         delay = self.delay_options(opts)
+        acked = (ack - self.iss - 1) & 0xFFFFFFFF
         if self.peer_data_sent and self.peer_data_first_ack is None and flags & 0x10 and \
-                ((ack - self.iss - 1) & 0xFFFFFFFF) in range(1, self.peer_data_sent + 1):
-            self.peer_data_first_ack = ("data" if payload else "pure ACK") + f" at DSCP {ip.tos >> 2}"
+                acked in range(1, self.peer_data_sent + 1):
+            after_ms = (time.monotonic() - self.peer_data_sent_at) * 1000
+            self.peer_data_first_ack = ("data" if payload else "pure ACK") + \
+                f" at DSCP {ip.tos >> 2}, {acked // PEER_SEG_BYTES} of {PEER_SEGS} segments, " \
+                f"{after_ms:.0f} ms after they left"
+            # RC3's rule (tcp_rc3_ack_dsfield()): a segment's pure ACK goes at its DSCP
+            # unless an ACK of earlier data is pending, which then covers it at the
+            # socket's own; and a delayed ACK (the timer's) goes at the socket's own.
+            self.peer_data_first_ack_ok = bool(payload) or ip.tos >> 2 != 0 or \
+                acked > PEER_SEG_BYTES or after_ms >= 30
         if not payload and not flags & 0x07 and ip.tos >> 2:
             self.lp_acks += 1
             if 16 in delay or 20 in delay:
@@ -989,13 +1001,14 @@ class Peer:
         if a.scenario == "rc3_lp_ack_echo":
             # The client ACKs the peer's low-priority data at that priority (patch "ACK
             # low-priority data at its own priority"), with no echo on those ACKs.
-            # A client that had data to send may carry the first ACK on it (the check
-            # then has nothing to judge, and says so in the figures); a best-effort pure
-            # ACK, or none at all, fails.
+            # The first ACK of the peer's data must follow RC3's rule: at the data's DSCP,
+            # or at the socket's own where the rule says so (an ACK carried on data, one
+            # covering several segments because an ACK was pending, or the delayed-ACK
+            # timer's). Any other best-effort ACK fails, as does no ACK at all.
             first = self.peer_data_first_ack
-            if not self.lp_acks and (first is None or first.startswith("pure ACK")):
-                why.append("no low-priority ACK of the peer's low-priority data (first ACK "
-                           f"of it: {first or 'none'})")
+            if first is None or not self.peer_data_first_ack_ok:
+                why.append("the peer's low-priority data was not ACKed by RC3's rule (first "
+                           f"ACK of it: {first or 'none'})")
             if self.lp_ack_echoes:
                 why.append(f"{self.lp_ack_echoes} of {self.lp_acks} low-priority ACKs carried "
                            "a delay-stamp echo")
