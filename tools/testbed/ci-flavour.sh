@@ -11,16 +11,9 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 [ $# = 3 ] || { echo "usage: $0 FLAVOR BUILD_BY_SECONDS MAKE_TARGET" >&2; exit 2; }
 flavour=$1 build_by=$2 target=$3
-start=${CI_START:-$(date +%s)}
+source tools/testbed/ci-build.sh
 
 echo "== the $flavour flavour (make $target)"
 # tools/testbed/setup.sh directly: make would turn its status 75 into 2.
-RFL_BUILD_DEADLINE=$((start + build_by)) KERNEL_FLAVOR=$flavour tools/testbed/setup.sh all
-status=$?
-if [ "$status" = 75 ]; then
-	echo "SKIP $flavour flavour: its kernel was not built within CI's budget (RFL_BUILD_DEADLINE); the next run resumes the build"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
-[ "$status" = 0 ] || { echo "FAIL $flavour flavour: its kernel setup failed (status $status)"; echo "0 passed, 1 failed"; exit 1; }
+build_within "$flavour flavour" "$build_by" env KERNEL_FLAVOR="$flavour" tools/testbed/setup.sh all
 make "$target"

@@ -8,18 +8,9 @@
 # in the VM: neither passed nor failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-start=${CI_START:-$(date +%s)}
-export RFL_BUILD_DEADLINE=$((start + ${CI_X86_BUILD_BY:-3000}))
+source tools/testbed/ci-build.sh
 
 echo "== x86_64 packages under QEMU"
 KERNEL_FLAVOR=x86_64 tools/testbed/setup.sh deps || { echo "FAIL x86_64: installing the packages it needs"; echo "0 passed, 1 failed"; exit 1; }
-tools/vm/packages.sh
-status=$?
-if [ "$status" = 75 ]; then
-	echo "SKIP x86_64: its kernel was not built within CI's budget (RFL_BUILD_DEADLINE); the next run resumes the build"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
-[ "$status" = 0 ] || { echo "FAIL x86_64: building the packages failed (status $status)"; echo "0 passed, 1 failed"; exit 1; }
-unset RFL_BUILD_DEADLINE
+build_within x86_64 "${CI_X86_BUILD_BY:-3000}" tools/vm/packages.sh
 tools/vm/run.sh
