@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Packet-level tests: a scripted TCP peer (selftests/helpers/pktpeer.py, scapy; packetdrill is not
+# Packet-level tests: a scripted TCP peer (selftests/helpers/pktpeer.py, a packet socket; packetdrill is not
 # packaged) talks to the guest kernel's TCP, whose sender uses each congestion control in
 # turn, and shapes the ACKs: plain, ECN echoes until CWR, a hole repaired through SACK,
 # an ACK beyond snd_nxt, SACK blocks beyond snd_nxt, malformed or unknown options, the
@@ -60,7 +60,7 @@ cleanup() {
 trap cleanup EXIT
 
 before=$(cat /proc/sys/net/ipv4/tcp_available_congestion_control)
-# The scripted peer answers in milliseconds (scapy), and Swift's targets are absolute
+# The scripted peer answers in milliseconds (Python), and Swift's targets are absolute
 # delays: above its target (3 ms for the dumbbell) on every ACK, swift keeps its window at
 # the floor, a packet every many RTTs, and options_fuzz's 400 KB did not finish in 20 s.
 # These exchanges test what the stack does with the peer's packets, not Swift's answer to
@@ -109,7 +109,7 @@ rc3_allow_netns 1
 
 ktap_plan $(( ${#controls[@]} * ${#SCENARIOS[@]} + ${#rc3_cases[@]} + 2 ))
 dmesg -C
-# One peer process runs every exchange (scapy's import costs more than an exchange) and
+# One peer process runs every exchange (starting Python costs more than an exchange) and
 # checks the MIB counters around each: a challenge ACK for the ACK beyond snd_nxt, a
 # discarded SACK block for the SACK beyond it, delay samples exactly when stamps were used.
 cases=() port=8000

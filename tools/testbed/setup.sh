@@ -24,7 +24,6 @@ DEBIAN_PACKAGES=(
 	ca-certificates                                    # https: crates.io for cargo, curl
 	kmod iproute2 iperf3 ethtool iputils-ping procps util-linux
 	qemu-system-x86 python3-matplotlib                 # matplotlib: the bench report's plots
-	python3-scapy                                      # scapy: the scripted TCP peer of the packet-level tests
 )
 # The debug flavour is built with clang (KASAN with Rust needs it; see tools/testbed/config.sh).
 case "$KERNEL_FLAVOR" in normal|nonetns) ;; *) DEBIAN_PACKAGES+=(clang-19 lld-19 llvm-19) ;; esac

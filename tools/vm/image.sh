@@ -17,7 +17,7 @@ img=${1:?usage: $0 IMAGE.img}
 DEBS=$CACHE_DIR/$KERNEL_FLAVOR-debs
 SUITE=bookworm MIRROR=${KERNEL_DEB_MIRROR:-http://deb.debian.org/debian}
 # What the selftests run in the guest; nothing else.
-PACKAGES=iproute2,kmod,iperf3,python3,python3-scapy,procps,ethtool,iputils-ping,util-linux,e2fsprogs
+PACKAGES=iproute2,kmod,iperf3,python3,procps,ethtool,iputils-ping,util-linux,e2fsprogs
 [ "$(id -u)" = 0 ] || die "$0 needs root (dpkg in a chroot of the image, files owned by root)"
 
 key=$(echo "$SUITE $MIRROR $PACKAGES" | sha256sum | cut -c1-12)

@@ -24,11 +24,8 @@ done
 # One boot per suite (tools/vm/guest-checks.sh), as the UML guests: each starts with no
 # module loaded and every sysctl at its default. checks: what CI runs.
 case "$job" in
-# cc_packets is in all, not checks: on TCG's two vCPUs its scripted peer's timing fails
-# rc3_bump for some controls (3 of 8 in one CI-like run of three) and options_fuzz timed out
-# once; open (docs/x86_64.md).
-checks) suites=(install cc_autoload cc_stress rc3 tcp_dx tcp_timely) ;;
-all) suites=(install cc_autoload cc_stress cc_packets rc3 tcp_dx tcp_timely cc_faults wire_defaults cc_trace tstamp
+checks) suites=(install cc_autoload cc_stress cc_packets rc3 tcp_dx tcp_timely) ;;
+all) suites=(install cc_autoload cc_stress cc_packets rc3 tcp_dx tcp_timely cc_faults wire_defaults cc_trace tstamp ecn_share
 	     cc_module_rust_reno cc_module_timely cc_module_timely_patched cc_module_rust_dctcp cc_module_dx cc_module_swift) ;;
 *) IFS=, read -r -a suites <<<"$job" ;;
 esac
