@@ -21,14 +21,26 @@
 //! - rounds are counted as DCTCP does: a round ends when the cumulative ACK passes what was
 //!   sent when it began, and then Eq. 1 sets the window;
 //! - slow start is Reno's, and ends at the first round whose average queuing delay reaches
-//!   the headroom (the window becomes Eq. 1's); loss halves the window, as Reno does.
+//!   the headroom (the window becomes Eq. 1's); loss halves the window, as Reno does, and
+//!   so does an ECN echo (`ssthresh`, TCP's CWR);
+//! - `ecn_share` 1 (0 by default) registers other ops under the same name: they request
+//!   ECN (`TCP_CONG_NEEDS_ECN`; a connection whose peer refuses it runs as `dx-reno`,
+//!   ECN-less, as DCTCP's `dctcp-reno`) and answer an echo as DCTCP does: `alpha`, the
+//!   marked fraction's moving average, is updated once per window of data
+//!   (`in_ack_event`), and an echo sets `ssthresh` to `cwnd (1 - alpha / 2)`, once per
+//!   window (TCP's CWR); a loss still halves. The state is DCTCP's own
+//!   (`core/src/dctcp.rs`), its receiver side too. The ops' flags are constants the stack
+//!   reads at SYN time, and the parameter is read-only: it picks the ops once, at load.
 //!
 //! `ss -ti` shows the state in the BBR layout: `mrtt` is DX's minimum network RTT (ms),
 //! `cwnd_gain` the last round's average queuing delay in microseconds, `pacing_gain` the
 //! source of its samples (1 hardware stamps, 2 software stamps, 3 RTT fallback, 0 none yet)
 //! and `bw` the stack's pacing rate.
 
-use kernel::net::tcp::cong::{AckSample, Algorithm, CaState, Event, Flags, Info, InfoSock, Sock};
+use kernel::net::tcp::cong::{
+    AckEventFlags, AckSample, Algorithm, CaState, Event, Flags, Info, InfoSock, Ops, Registration,
+    Sock,
+};
 use kernel::prelude::*;
 use kernel::sync::SetOnce;
 
@@ -46,14 +58,38 @@ mod module_params;
 #[path = "core/src/lib.rs"]
 mod cc_core;
 
-use cc_core::dx::{DelaySample, Dx, DxParams};
-use cc_core::reno;
+use cc_core::dctcp::{Counters, Dctcp};
+use cc_core::dx::{self, DelaySample, Dx, DxParams};
+use cc_core::ecn_share;
 use cc_core::sample::SampleSource;
 use cc_core::seq;
 
-kernel::module_tcp_cong! {
-    algorithms: [DxCc],
-    check: check_params,
+/// The module: DX's ops, or with `ecn_share` 1 its ECN-sharing ops, registered for the
+/// module's lifetime (`module_tcp_cong!` registers a fixed list; here the parameter picks).
+struct TcpDx {
+    _plain: Option<Registration<DxCc<false>>>,
+    _ecn_share: Option<Registration<DxCc<true>>>,
+}
+
+impl kernel::Module for TcpDx {
+    fn init(module: &'static kernel::ThisModule) -> Result<Self> {
+        check_params()?;
+        static PLAIN: Ops<DxCc<false>> = Ops::new();
+        static ECN_SHARE: Ops<DxCc<true>> = Ops::new();
+        let share = crate::module_parameters::ecn_share.value() == 1;
+        Ok(TcpDx {
+            _plain: (!share)
+                .then(|| Registration::new(module, &PLAIN))
+                .transpose()?,
+            _ecn_share: share
+                .then(|| Registration::new(module, &ECN_SHARE))
+                .transpose()?,
+        })
+    }
+}
+
+module! {
+    type: TcpDx,
     name: "tcp_dx",
     authors: ["rfl-tcp-cc developers"],
     description: "DX: congestion control on one-way queuing delay",
@@ -82,6 +118,11 @@ kernel::module_tcp_cong! {
         min_rtt_expiry_rounds: u32 {
             default: crate::cc_core::dx::spec::MIN_RTT_EXPIRY_ROUNDS.default,
             description: "rounds without a base refresh before the minimum RTT expires, [0, 10000]; 0: never",
+            permissions: 0o444,
+        },
+        ecn_share: u32 {
+            default: crate::cc_core::dx::spec::ECN_SHARE.default,
+            description: "[0, 1]; 1: request ECN and cut the window by alpha/2 per marked window, as dctcp; 0: halve",
             permissions: 0o444,
         },
     },
@@ -122,13 +163,17 @@ struct State {
     round_hw: bool,
     /// Rounds in a row without one (saturating; `SILENT_ROUNDS` until the first).
     hw_silent_rounds: u8,
+    /// `ecn_share`'s DCTCP state: alpha, its window, the receiver's CE state (unused by
+    /// the plain ops).
+    dctcp: Dctcp,
 }
 
 /// Rounds in a row without a delay sample after which a connection that negotiated the
 /// option uses the RTT instead.
 const SILENT_ROUNDS: u8 = 4;
 
-struct DxCc;
+/// DX; `ECN`: the `ecn_share` ops.
+struct DxCc<const ECN: bool>;
 
 /// tcp:tcp_cong_decision's `what` at a round's end: slow start goes on, slow start ends
 /// (Eq. 1 sets cwnd and ssthresh), Eq. 1 sets them in congestion avoidance, or no increase
@@ -137,13 +182,24 @@ const TRACE_SLOW_START: u32 = 0;
 const TRACE_SLOW_START_END: u32 = 1;
 const TRACE_EQ1: u32 = 2;
 const TRACE_APP_LIMITED: u32 = 3;
+/// `ecn_share`: alpha updated at the end of an observation window (DCTCP's event).
+const TRACE_ECN_ALPHA: u32 = 4;
 
 /// Published words, read by `get_info` without the socket lock.
 const INFO_MIN_RTT_NS: usize = 0;
 const INFO_Q_NS: usize = 1;
 const INFO_SOURCE: usize = 2;
 
-impl DxCc {
+fn counters(sk: &Sock<'_>) -> Counters {
+    Counters {
+        snd_una: sk.snd_una(),
+        snd_nxt: sk.snd_nxt(),
+        delivered_pkts: sk.delivered(),
+        delivered_ce_pkts: sk.delivered_ce(),
+    }
+}
+
+impl<const ECN: bool> DxCc<ECN> {
     fn publish(sk: &mut Sock<'_>, st: &State) {
         let source = st.dx.source().map_or(0, |s| s as u32);
         sk.publish_info(&[st.dx.min_rtt_ns(), st.dx.last_q_ns(), source]);
@@ -155,10 +211,15 @@ impl DxCc {
 }
 
 #[vtable]
-impl Algorithm for DxCc {
+impl<const ECN: bool> Algorithm for DxCc<ECN> {
     const NAME: &'static CStr = c"dx";
-    // Restricted, as in-tree algorithms other than Reno are.
-    const FLAGS: Flags = Flags::DELAY_STAMPS;
+    // Restricted, as in-tree algorithms other than Reno are; the `ecn_share` ops need ECN,
+    // as DCTCP.
+    const FLAGS: Flags = if ECN {
+        Flags::DELAY_STAMPS.union(Flags::NEEDS_ECN)
+    } else {
+        Flags::DELAY_STAMPS
+    };
     const INFO_WORDS: usize = 3;
     type Data = State;
 
@@ -166,7 +227,30 @@ impl Algorithm for DxCc {
         st.stamps = sk.delay_stamps_negotiated();
         st.hw_silent_rounds = SILENT_ROUNDS;
         Self::start_round(sk, st);
+        if ECN {
+            st.dctcp = Dctcp::new(ecn_share::INIT_ALPHA, &counters(sk), sk.rcv_nxt());
+            // A peer that refused ECN: the ECN-less sibling, so that no packet goes out
+            // ECN-capable (a listener's or a closed socket's children negotiate later).
+            if !sk.ecn_fallback_active() && !sk.ecn_enabled() && !sk.is_listen_or_close() {
+                sk.fall_back_from_ecn();
+            }
+        }
         Self::publish(sk, st);
+    }
+
+    fn in_ack_event(sk: &mut Sock<'_>, st: &mut State, _flags: AckEventFlags) {
+        // `ecn_share`: DCTCP's observation window, as C dctcp_update_alpha().
+        if !ECN || seq::before(sk.snd_una(), st.dctcp.next_seq) {
+            return;
+        }
+        let alpha_before = st.dctcp.alpha;
+        if let Some(w) = st.dctcp.on_ack(ecn_share::SHIFT_G, &counters(sk)) {
+            // tcp:tcp_cong_decision (docs/dx.md): the window's packets, marked ones, alpha
+            // before; alpha after, cwnd.
+            let inputs = [w.delivered_pkts, w.delivered_ce_pkts, alpha_before];
+            let outputs = [u64::from(st.dctcp.alpha), u64::from(sk.cwnd())];
+            sk.trace_decision(TRACE_ECN_ALPHA, inputs.map(u64::from), outputs);
+        }
     }
 
     fn pkts_acked(_sk: &mut Sock<'_>, st: &mut State, sample: &AckSample) {
@@ -259,8 +343,11 @@ impl Algorithm for DxCc {
         }
     }
 
-    fn ssthresh(sk: &mut Sock<'_>, _st: &mut State) -> u32 {
-        reno::ssthresh_after_loss(sk.cwnd())
+    fn ssthresh(sk: &mut Sock<'_>, st: &mut State) -> u32 {
+        // Halved; with `ecn_share` cwnd (1 - alpha / 2), a loss then halving it (set_state,
+        // cwnd_event), as DCTCP.
+        let share = if ECN { Some(&mut st.dctcp) } else { None };
+        dx::ssthresh_pkts(sk.cwnd(), share)
     }
 
     fn undo_cwnd(sk: &mut Sock<'_>, _st: &mut State) -> u32 {
@@ -268,6 +355,10 @@ impl Algorithm for DxCc {
     }
 
     fn set_state(sk: &mut Sock<'_>, st: &mut State, new_state: CaState) {
+        if ECN && new_state == CaState::Recovery && sk.ca_state() != CaState::Recovery {
+            // Fast recovery halves, whatever alpha says (a timeout: cwnd_event).
+            sk.set_ssthresh(st.dctcp.on_loss(sk.cwnd()));
+        }
         if matches!(new_state, CaState::Loss) {
             // After a timeout the window restarts; so does the round.
             Self::start_round(sk, st);
@@ -275,8 +366,25 @@ impl Algorithm for DxCc {
     }
 
     fn cwnd_event(sk: &mut Sock<'_>, st: &mut State, event: Event) {
-        if matches!(event, Event::CwndRestart) {
-            Self::start_round(sk, st);
+        match event {
+            Event::CwndRestart => Self::start_round(sk, st),
+            // Only the `ecn_share` ops are told of CE: DCTCP's receiver, which echoes ECE
+            // exactly for the CE-marked data an ACK acknowledges.
+            Event::EcnIsCe | Event::EcnNoCe => {
+                let ce = event == Event::EcnIsCe;
+                if let Some(prior) = st.dctcp.on_ecn(ce, sk.rcv_nxt()) {
+                    // The delayed ACK covers data received in the previous state.
+                    if sk.delayed_ack_pending() {
+                        sk.set_demand_cwr(prior.ce);
+                        sk.send_ack(prior.rcv_nxt);
+                    }
+                    sk.request_immediate_ack();
+                }
+                sk.set_demand_cwr(ce);
+            }
+            // A timeout halves, whatever alpha says.
+            Event::Loss if ECN => sk.set_ssthresh(st.dctcp.on_loss(sk.cwnd())),
+            _ => {}
         }
     }
 
@@ -294,6 +402,8 @@ impl Algorithm for DxCc {
 }
 
 fn check_params() -> Result {
+    let share = crate::module_parameters::ecn_share.value();
+    module_params::check(dx::spec::ECN_SHARE.check(share))?;
     module_params::load(&PARAMS, read_params(), DxParams::validate)
 }
 
@@ -312,7 +422,7 @@ mod tests {
     #[test]
     fn cpu_cost_beside_c_controllers() -> Result {
         use crate::kunit_cpu_cost::{ns_per_ack, report, report_c_references};
-        let mut s = TestSocket::with_algorithm::<DxCc>()?;
+        let mut s = TestSocket::with_algorithm::<DxCc<false>>()?;
         report("rust_dx", "dx", ns_per_ack(&mut s, false));
         assert!(s.cwnd() >= params().min_cwnd_pkts && s.cwnd() <= 10_000);
         report_c_references("rust_dx")
@@ -321,7 +431,7 @@ mod tests {
     /// A socket in congestion avoidance at `CWND`, limited by it, with a round that ends
     /// when sequence 100_000 is ACKed.
     fn socket(stamps: bool) -> Result<TestSocket> {
-        let mut s = TestSocket::before_init::<DxCc>()?;
+        let mut s = TestSocket::before_init::<DxCc<false>>()?;
         s.set_delay_stamps(stamps);
         s.set_window(CWND, CWND / 2, 10_000);
         s.set_cwnd_limited(true, CWND);
@@ -501,6 +611,59 @@ mod tests {
         stamped_from(&mut s, DelaySource::Device, OFFSET_NS, 0);
         next_round(&mut s);
         assert_eq!(gains(&mut s)?.0, 2 * 256);
+        Ok(())
+    }
+
+    /// `ecn_share` 1's ops: they need ECN; alpha follows DCTCP's observation windows; an
+    /// echo (TCP entering CWR, once per window) sets ssthresh to cwnd (1 - alpha / 2); a
+    /// loss still halves.
+    #[test]
+    fn ecn_share_cuts_by_half_alpha() -> Result {
+        let mut s = TestSocket::with_algorithm_ecn::<DxCc<true>>()?;
+        assert!(s.ops_flags() & kernel::bindings::TCP_CONG_NEEDS_ECN != 0);
+        assert_eq!(s.ops_name(), c"dx");
+        s.set_window(100, 100, 10_000);
+        // alpha starts at 1.0: the first echo halves, as RFC 3168 would.
+        assert_eq!(s.enter_loss_ssthresh(), 50);
+        // The first observation window ends: 10 delivered, 5 marked: alpha 992.
+        s.set_seq(1000, 2000, 0);
+        s.deliver(10, 5);
+        s.in_ack_event(0);
+        // Inside the next window: no update.
+        s.set_seq(1500, 2000, 0);
+        s.deliver(10, 10);
+        s.in_ack_event(0);
+        s.set_window(100, 100, 10_000);
+        assert_eq!(s.enter_loss_ssthresh(), 100 - ((100 * 992) >> 11));
+        // It ends: 10 of 10 marked: alpha 992 - 62 + 64 = 994.
+        s.set_seq(2000, 3000, 0);
+        s.in_ack_event(0);
+        assert_eq!(s.enter_loss_ssthresh(), 100 - ((100 * 994) >> 11));
+        // Fast recovery halves, whatever alpha says.
+        s.set_ca_state(CaState::Recovery);
+        assert_eq!(s.ssthresh(), 50);
+        Ok(())
+    }
+
+    /// `ecn_share` 0's ops halve on an echo, as before; without ECN negotiated the
+    /// `ecn_share` ops move to `dx-reno`; as receivers they echo CE as DCTCP's do.
+    #[test]
+    fn ecn_share_off_halves_and_on_falls_back_and_echoes_ce() -> Result {
+        let mut plain = socket(true)?;
+        assert_eq!(plain.enter_loss_ssthresh(), CWND / 2);
+        let s = TestSocket::with_algorithm::<DxCc<true>>()?;
+        assert_eq!(s.ops_name(), c"dx-reno");
+        assert!(s.ops_flags() & kernel::bindings::TCP_CONG_NEEDS_ECN == 0);
+        let ack_now = kernel::bindings::inet_csk_ack_state_t_ICSK_ACK_NOW as u8;
+        let demand_cwr = kernel::bindings::TCP_ECN_DEMAND_CWR as u8;
+        let mut r = TestSocket::with_algorithm_ecn::<DxCc<true>>()?;
+        r.cwnd_event(Event::EcnNoCe);
+        assert_eq!(r.ack_pending() & ack_now, 0);
+        r.cwnd_event(Event::EcnIsCe);
+        assert!(r.ack_pending() & ack_now != 0);
+        assert!(r.ecn_flags() & demand_cwr != 0);
+        r.cwnd_event(Event::EcnNoCe);
+        assert!(r.ecn_flags() & demand_cwr == 0);
         Ok(())
     }
 

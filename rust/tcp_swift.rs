@@ -26,7 +26,15 @@
 //!   the pacer, limits the flow (the paper's ACK clocking), while a window's burst is spread
 //!   over half an RTT, which keeps bursts from reading as queueing delay;
 //! - entering fast recovery, or CWR (an ECN echo or local congestion), is the paper's fast
-//!   recovery cut; a retransmission timeout its timeout rule. `ssthresh` is not used.
+//!   recovery cut; a retransmission timeout its timeout rule. `ssthresh` is not used;
+//! - `ecn_share` 1 (0 by default) registers other ops under the same name: they request
+//!   ECN (`TCP_CONG_NEEDS_ECN`; a connection whose peer refuses it runs as `swift-reno`,
+//!   ECN-less, as DCTCP's `dctcp-reno`) and answer marks as DCTCP does: once per window of
+//!   data the marked fraction's moving average `alpha` is updated, and a window with marks
+//!   cuts the fabric window by `alpha / 2` (`core/src/ecn_share.rs`); CWR no longer cuts.
+//!   As receivers they echo CE as DCTCP's receivers do, so that the sender counts marked
+//!   packets, not RTTs of echoes. The ops' flags are constants the stack reads at SYN time,
+//!   and the parameter is read-only: it picks the ops once, at load.
 //!
 //! `ss -ti` shows the state in the BBR layout: `bw` is the pacing rate, `mrtt` the last
 //! fabric delay (ms), `pacing_gain` the source of the samples (1 hardware stamps, 2
@@ -34,7 +42,8 @@
 //! fractional (docs/swift.md).
 
 use kernel::net::tcp::cong::{
-    AckFlags, AckSample, Algorithm, CaState, Flags, Info, InfoSock, RateSample, Sock,
+    AckFlags, AckSample, Algorithm, CaState, Event, Flags, Info, InfoSock, Ops, RateSample,
+    Registration, Sock,
 };
 use kernel::prelude::*;
 use kernel::sync::SetOnce;
@@ -55,12 +64,36 @@ mod module_params;
 #[path = "core/src/lib.rs"]
 mod cc_core;
 
+use cc_core::ecn_share::{EcnAck, EcnShare};
 use cc_core::sample::SampleSource;
 use cc_core::swift::{Action, Law, Sample, Swift, SwiftParams, FP_ONE, FP_SHIFT};
 
-kernel::module_tcp_cong! {
-    algorithms: [SwiftCc],
-    check: check_params,
+/// The module: Swift's ops, or with `ecn_share` 1 its ECN-sharing ops, registered for the
+/// module's lifetime (`module_tcp_cong!` registers a fixed list; here the parameter picks).
+struct TcpSwift {
+    _plain: Option<Registration<SwiftCc<false>>>,
+    _ecn_share: Option<Registration<SwiftCc<true>>>,
+}
+
+impl kernel::Module for TcpSwift {
+    fn init(module: &'static kernel::ThisModule) -> Result<Self> {
+        check_params()?;
+        static PLAIN: Ops<SwiftCc<false>> = Ops::new();
+        static ECN_SHARE: Ops<SwiftCc<true>> = Ops::new();
+        let share = crate::module_parameters::ecn_share.value() == 1;
+        Ok(TcpSwift {
+            _plain: (!share)
+                .then(|| Registration::new(module, &PLAIN))
+                .transpose()?,
+            _ecn_share: share
+                .then(|| Registration::new(module, &ECN_SHARE))
+                .transpose()?,
+        })
+    }
+}
+
+module! {
+    type: TcpSwift,
     name: "tcp_swift",
     authors: ["rfl-tcp-cc developers"],
     description: "Swift: delay-target congestion control with fabric and endpoint windows",
@@ -131,6 +164,11 @@ kernel::module_tcp_cong! {
             description: "endpoint target (ns), [0, 100000000]; 0: no endpoint window",
             permissions: 0o444,
         },
+        ecn_share: u32 {
+            default: crate::cc_core::swift::spec::ECN_SHARE.default,
+            description: "[0, 1]; 1: request ECN and cut the fabric window by alpha/2 per marked window, as dctcp; 0: CWR is a fast recovery cut",
+            permissions: 0o444,
+        },
     },
 }
 
@@ -174,6 +212,8 @@ struct State {
     pending_source: u8,
     /// The connection negotiated the delay-stamp option.
     stamps: bool,
+    /// `ecn_share`'s marked fraction and window (unused by the plain ops).
+    ecn: EcnShare,
 }
 
 /// RTTs without a delay sample after which a connection that negotiated the option uses
@@ -190,15 +230,18 @@ const PACING_GAIN: u64 = 2;
 /// (`Action::code`: fabric step in bits 0-3, endpoint step in bits 4-7).
 const TRACE_FAST_RECOVERY: u32 = 1 << 8;
 const TRACE_TIMEOUT: u32 = 2 << 8;
+/// `ecn_share`: a window with marks ended and cut the fabric window by `alpha / 2`.
+const TRACE_ECN_SHARE: u32 = 3 << 8;
 
 /// Published words, read by `get_info` without the socket lock.
 const INFO_FABRIC_NS: usize = 0;
 const INFO_SOURCE: usize = 1;
 const INFO_CWND_256: usize = 2;
 
-struct SwiftCc;
+/// Swift; `ECN`: the `ecn_share` ops.
+struct SwiftCc<const ECN: bool>;
 
-impl SwiftCc {
+impl<const ECN: bool> SwiftCc<ECN> {
     /// Sets cwnd and the pacing rate from the law; publishes what `ss` shows.
     fn apply(sk: &mut Sock<'_>, st: &State, law: &Law) {
         let w_fp = st.swift.cwnd_fp(law);
@@ -273,11 +316,15 @@ impl SwiftCc {
 }
 
 #[vtable]
-impl Algorithm for SwiftCc {
+impl<const ECN: bool> Algorithm for SwiftCc<ECN> {
     const NAME: &'static CStr = c"swift";
     // Restricted, as in-tree algorithms other than Reno are; an active open offers the
-    // delay-stamp option.
-    const FLAGS: Flags = Flags::DELAY_STAMPS;
+    // delay-stamp option; the `ecn_share` ops need ECN, as DCTCP.
+    const FLAGS: Flags = if ECN {
+        Flags::DELAY_STAMPS.union(Flags::NEEDS_ECN)
+    } else {
+        Flags::DELAY_STAMPS
+    };
     const INFO_WORDS: usize = 3;
     type Data = State;
 
@@ -287,6 +334,14 @@ impl Algorithm for SwiftCc {
         st.stamps = sk.delay_stamps_negotiated();
         st.stamped_ns = sk.now_us().saturating_mul(1000);
         sk.request_internal_pacing();
+        if ECN {
+            st.ecn = EcnShare::new(sk.delivered(), sk.delivered_ce());
+            // A peer that refused ECN: the ECN-less sibling, so that no packet goes out
+            // ECN-capable (a listener's or a closed socket's children negotiate later).
+            if !sk.ecn_fallback_active() && !sk.ecn_enabled() && !sk.is_listen_or_close() {
+                sk.fall_back_from_ecn();
+            }
+        }
         Self::apply(sk, st, &law);
     }
 
@@ -298,17 +353,33 @@ impl Algorithm for SwiftCc {
         }
     }
 
-    fn cong_control(sk: &mut Sock<'_>, st: &mut State, _ack: u32, _f: AckFlags, rs: &RateSample) {
+    fn cong_control(sk: &mut Sock<'_>, st: &mut State, _ack: u32, f: AckFlags, rs: &RateSample) {
         let law = law();
         let now_ns = sk.now_us().saturating_mul(1000);
         let sample = Self::sample(st, now_ns, rs);
         let action = st
             .swift
             .on_ack(&law, now_ns, rs.acked_sacked, sample.as_ref());
+        // With `ecn_share`: a window with marks that ends here cuts the fabric window.
+        let ecn_cut = if ECN {
+            let a = EcnAck {
+                ece: f.ece(),
+                in_cwr: sk.ca_state() == CaState::Cwr,
+                delivered_pkts: sk.delivered(),
+                delivered_ce_pkts: sk.delivered_ce(),
+                in_flight_pkts: rs.prior_in_flight,
+            };
+            st.swift.on_ecn_ack(&law, now_ns, Some(&mut st.ecn), &a)
+        } else {
+            None
+        };
         Self::apply(sk, st, &law);
         if sample.is_some() {
             // tcp:tcp_cong_decision per ACK with a sample (docs/swift.md).
             Self::trace(sk, st, action.code(), &law);
+        }
+        if let Some(cut) = ecn_cut {
+            Self::trace(sk, st, TRACE_ECN_SHARE | cut.code(), &law);
         }
     }
 
@@ -322,7 +393,15 @@ impl Algorithm for SwiftCc {
                 action = st.swift.on_timeout(&law, now_ns);
                 TRACE_TIMEOUT
             }
-            CaState::Cwr | CaState::Recovery if !reducing(sk.ca_state()) => {
+            // With `ecn_share`, marks are answered per window (cong_control).
+            CaState::Cwr if !reducing(sk.ca_state()) => {
+                let Some(cut) = st.swift.on_cwr(&law, now_ns, ECN) else {
+                    return;
+                };
+                action = cut;
+                TRACE_FAST_RECOVERY
+            }
+            CaState::Recovery if !reducing(sk.ca_state()) => {
                 action = st.swift.on_fast_recovery(&law, now_ns);
                 TRACE_FAST_RECOVERY
             }
@@ -330,6 +409,13 @@ impl Algorithm for SwiftCc {
         };
         Self::apply(sk, st, &law);
         Self::trace(sk, st, what | action.code(), &law);
+    }
+
+    fn cwnd_event(sk: &mut Sock<'_>, _st: &mut State, event: Event) {
+        // Only the `ecn_share` ops (TCP_CONG_NEEDS_ECN) are told of CE.
+        if let Event::EcnIsCe | Event::EcnNoCe = event {
+            echo_ce(sk, event == Event::EcnIsCe);
+        }
     }
 
     fn ssthresh(sk: &mut Sock<'_>, _st: &mut State) -> u32 {
@@ -351,10 +437,24 @@ impl Algorithm for SwiftCc {
     }
 }
 
+/// Receiver side of the `ecn_share` ops, DCTCP's: an ACK echoes ECE exactly when the data
+/// it acknowledges was CE-marked, so a change of the CE state is ACKed at once (RFC 3168
+/// would echo until the sender's CWR, a whole RTT of echoes per mark). DCTCP first sends
+/// the ACK it had delayed with the previous state; there is no room to keep where that
+/// data ended, so the delayed ACK's packets (one or two) take the new state.
+fn echo_ce(sk: &mut Sock<'_>, ce: bool) {
+    if sk.demand_cwr() != ce {
+        sk.request_immediate_ack();
+    }
+    sk.set_demand_cwr(ce);
+}
+
 // One packet is 2^20 in the law's windows; the published window is 1/256 packets.
 const _: () = assert!(FP_ONE == 1 << 20 && FP_SHIFT >= 8);
 
 fn check_params() -> Result {
+    let share = crate::module_parameters::ecn_share.value();
+    module_params::check(cc_core::swift::spec::ECN_SHARE.check(share))?;
     let p = read_params();
     module_params::check(p.validate())?;
     if let Ok(law) = Law::new(&p) {
@@ -375,7 +475,7 @@ mod tests {
     #[test]
     fn cpu_cost_beside_c_controllers() -> Result {
         use crate::kunit_cpu_cost::{ns_per_ack, report, report_c_references};
-        let mut s = TestSocket::with_algorithm::<SwiftCc>()?;
+        let mut s = TestSocket::with_algorithm::<SwiftCc<false>>()?;
         report("rust_swift", "swift", ns_per_ack(&mut s, false));
         assert!(s.cwnd() >= PACED_BELOW_PKTS && s.cwnd() <= law().p.max_cwnd_pkts);
         report_c_references("rust_swift")
@@ -383,7 +483,7 @@ mod tests {
 
     /// A socket at window `cwnd`, with or without the option, clock at 1 s.
     fn socket(stamps: bool, cwnd: u32) -> Result<TestSocket> {
-        let mut s = TestSocket::before_init::<SwiftCc>()?;
+        let mut s = TestSocket::before_init::<SwiftCc<false>>()?;
         s.set_delay_stamps(stamps);
         s.set_window(cwnd, u32::MAX >> 1, 100_000);
         s.set_cwnd_limited(true, cwnd);
@@ -546,6 +646,73 @@ mod tests {
         }
         let (_, _, cwnd_256) = info(&mut s)?;
         assert!(u64::from(cwnd_256) <= (law().min_cwnd_fp() >> (FP_SHIFT - 8)) + 1);
+        Ok(())
+    }
+
+    /// `ecn_share` 1's ops: they need ECN; CWR does not cut; a window that saw marks cuts
+    /// the fabric window by alpha / 2 once, at its end; one without marks does not.
+    #[test]
+    fn ecn_share_cuts_by_half_alpha_once_per_marked_window() -> Result {
+        use cc_core::ecn_share::keep;
+        let ece = kernel::bindings::FLAG_ECE;
+        let mut s = TestSocket::with_algorithm_ecn::<SwiftCc<true>>()?;
+        assert!(s.ops_flags() & kernel::bindings::TCP_CONG_NEEDS_ECN != 0);
+        assert_eq!(s.ops_name(), c"swift");
+        // The law's window as published, in 1/256 packets; `keep` on 2^-20 packets.
+        let w = |s: &mut TestSocket| -> Result<u64> { Ok(u64::from(info(s)?.2)) };
+        let start = 10 << FP_SHIFT;
+        let published = |w_fp: u64| w_fp >> (FP_SHIFT - 8);
+        assert_eq!(w(&mut s)?, published(start));
+        // CWR (an echo, or local congestion) alone: no cut.
+        s.set_ca_state(CaState::Cwr);
+        assert_eq!(w(&mut s)?, published(start));
+        // Nothing in flight before each ACK (the test socket's): each ACK ends a window.
+        // 10 delivered, all marked: alpha stays 1.0, halved.
+        s.deliver(10, 10);
+        s.cong_control_with(10, -1, false, false, ece);
+        assert_eq!(w(&mut s)?, published(keep(start, 1024)));
+        assert_eq!(s.cwnd(), 5);
+        // An echo without new marks: alpha 960, no cut.
+        s.deliver(10, 0);
+        s.cong_control_with(10, -1, false, false, ece);
+        assert_eq!(w(&mut s)?, published(keep(start, 1024)));
+        // One of ten marked: alpha 960 - 60 + 6 = 906, one cut by 906 / 2048.
+        s.deliver(10, 1);
+        s.cong_control_with(10, -1, false, false, ece);
+        assert_eq!(w(&mut s)?, published(keep(keep(start, 1024), 906)));
+        s.set_ca_state(CaState::Open);
+        Ok(())
+    }
+
+    /// Without ECN negotiated the `ecn_share` ops move to `swift-reno`, which sends no
+    /// packet ECN-capable; as receivers they echo CE as DCTCP's receivers do.
+    #[test]
+    fn ecn_share_falls_back_and_echoes_ce_at_once() -> Result {
+        let s = TestSocket::with_algorithm::<SwiftCc<true>>()?;
+        assert_eq!(s.ops_name(), c"swift-reno");
+        assert!(s.ops_flags() & kernel::bindings::TCP_CONG_NEEDS_ECN == 0);
+        let ack_now = kernel::bindings::inet_csk_ack_state_t_ICSK_ACK_NOW as u8;
+        let demand_cwr = kernel::bindings::TCP_ECN_DEMAND_CWR as u8;
+        let mut r = TestSocket::with_algorithm_ecn::<SwiftCc<true>>()?;
+        r.cwnd_event(Event::EcnNoCe);
+        assert_eq!(r.ack_pending() & ack_now, 0);
+        r.cwnd_event(Event::EcnIsCe);
+        assert!(r.ack_pending() & ack_now != 0);
+        assert!(r.ecn_flags() & demand_cwr != 0);
+        r.cwnd_event(Event::EcnNoCe);
+        assert!(r.ecn_flags() & demand_cwr == 0);
+        Ok(())
+    }
+
+    /// `ecn_share` 0's ops: CWR is the fast recovery cut, as before.
+    #[test]
+    fn without_ecn_share_cwr_is_a_fast_recovery_cut() -> Result {
+        let mut s = socket(true, 16)?;
+        stamped_ack(&mut s, 1_000_010, 20_000, 25);
+        let w = s.cwnd();
+        s.set_mss_and_clock(MSS, 1_000_100);
+        s.set_ca_state(CaState::Cwr);
+        assert_eq!(s.cwnd(), w / 2);
         Ok(())
     }
 

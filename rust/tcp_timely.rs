@@ -38,15 +38,26 @@
 //!   lost one packet in four, over whole segments of at least 12 packets
 //!   (`timely::LossWindow`), halve it at any RTT (an AQM that drops);
 //! - an ECN congestion mark the peer echoes (TCP's CWR state, once per window) halves the
-//!   rate at any RTT, as RFC 3168 asks: where ECN is negotiated it is answered.
+//!   rate at any RTT, as RFC 3168 asks: where ECN is negotiated it is answered;
+//! - `ecn_share` 1 (0 by default) registers other ops under the same two names, for both
+//!   variants: they request ECN (`TCP_CONG_NEEDS_ECN`; a connection whose peer refuses it
+//!   runs on the ECN-less sibling ops, `timely-reno`, and `timely_patched` under its own
+//!   name, which leaves no room for the suffix) and answer marks as DCTCP does instead of
+//!   halving: once per window of data the marked fraction's moving average `alpha` is
+//!   updated, and a window with marks cuts the rate by `alpha / 2`
+//!   (`core/src/ecn_share.rs`). As receivers they echo CE as DCTCP's receivers do. The
+//!   ops' flags are constants the stack reads at SYN time, and the parameter is
+//!   read-only: it picks the ops once, at load.
 //!
 //! `ss -ti` shows the state in the BBR layout: `bw` is the TIMELY rate, `mrtt` the last
 //! completion's RTT, `cwnd_gain` the mode of the last update (see `Mode` in the core),
 //! `pacing_gain` the source of its RTT samples (1 hardware stamps, 2 software stamps,
 //! 3 the kernel's RTT, 0 none yet).
 
+use kernel::net::netdev;
 use kernel::net::tcp::cong::{
-    AckFlags, AckSample, Algorithm, CaState, Flags, Info, InfoSock, RateSample, Sock,
+    AckFlags, AckSample, Algorithm, CaState, Event, Flags, Info, InfoSock, Ops, RateSample,
+    Registration, Sock,
 };
 use kernel::prelude::*;
 use kernel::sync::SetOnce;
@@ -69,14 +80,61 @@ mod timely_senders;
 #[path = "core/src/lib.rs"]
 mod cc_core;
 
+use cc_core::ecn_share::{EcnAck, EcnShare};
 use cc_core::timely::{self, Completion, LossWindow, Mode, Params, Segmenter, Timely, Variant};
 use timely_link_speeds::{LinkSpeeds, LINKS};
 use timely_senders::SenderSlot;
 
-kernel::module_tcp_cong! {
-    algorithms: [TimelyCc<false>, TimelyCc<true>],
-    check: check_params,
-    netdev_notifier: LinkSpeeds,
+/// The ops of both variants, or with `ecn_share` 1 their ECN-sharing ops.
+type Plain = (
+    Registration<TimelyCc<false, false>>,
+    Registration<TimelyCc<true, false>>,
+);
+type Shared = (
+    Registration<TimelyCc<false, true>>,
+    Registration<TimelyCc<true, true>>,
+);
+
+/// The module: the algorithms `ecn_share` picks (`module_tcp_cong!` registers a fixed
+/// list), then the link-speed notifier, as that macro orders them. Fields drop in order:
+/// the algorithms are unregistered before the notifier.
+struct TcpTimely {
+    _plain: Option<Plain>,
+    _ecn_share: Option<Shared>,
+    _notifier: netdev::Registration<LinkSpeeds>,
+}
+
+impl kernel::Module for TcpTimely {
+    fn init(module: &'static kernel::ThisModule) -> Result<Self> {
+        check_params()?;
+        static ORIGINAL: Ops<TimelyCc<false, false>> = Ops::new();
+        static PATCHED: Ops<TimelyCc<true, false>> = Ops::new();
+        static ORIGINAL_ECN: Ops<TimelyCc<false, true>> = Ops::new();
+        static PATCHED_ECN: Ops<TimelyCc<true, true>> = Ops::new();
+        let share = crate::module_parameters::ecn_share.value() == 1;
+        let (mut plain, mut shared) = (None, None);
+        if share {
+            let original = Registration::new(module, &ORIGINAL_ECN)?;
+            shared = Some((original, Registration::new(module, &PATCHED_ECN)?));
+        } else {
+            let original = Registration::new(module, &ORIGINAL)?;
+            plain = Some((original, Registration::new(module, &PATCHED)?));
+        }
+        // Last: a later failure would drop a deferred registration, whose drop waits for a
+        // work item that may be waiting for RTNL, held by the task that waits for this init
+        // (see `netdev::Registration::new`).
+        static BLOCK: netdev::NotifierBlock<LinkSpeeds> = netdev::NotifierBlock::new();
+        let notifier = netdev::Registration::new(&BLOCK)?;
+        Ok(TcpTimely {
+            _plain: plain,
+            _ecn_share: shared,
+            _notifier: notifier,
+        })
+    }
+}
+
+module! {
+    type: TcpTimely,
     name: "tcp_timely",
     authors: ["rfl-tcp-cc developers"],
     description: "TIMELY and patched TIMELY congestion control",
@@ -184,6 +242,11 @@ kernel::module_tcp_cong! {
             description: "[0, 1]; 1: T_high on the segment's last RTT sample, 0: on the completion's",
             permissions: 0o444,
         },
+        ecn_share: u32 {
+            default: crate::cc_core::timely::spec::ECN_SHARE.default,
+            description: "[0, 1]; both variants: 1: request ECN and cut the rate by alpha/2 per marked window, as dctcp; 0: halve once per marked window",
+            permissions: 0o444,
+        },
     },
 }
 
@@ -251,25 +314,23 @@ fn sender_key(sk: &Sock<'_>) -> u64 {
     timely::sender_key(sk.netns_cookie(), sk.out_ifindex().unwrap_or(0))
 }
 
-/// Per-socket state, in `icsk_ca_priv`.
+/// Per-socket state, in `icsk_ca_priv`, which it fills: the sender count's epoch and the
+/// CWR state of the RFC 3168 answer are kept in `cc` (`Timely`), where there was room.
 #[derive(Clone, Copy, Zeroable)]
 struct State {
     cc: Timely,
     seg: Segmenter,
-    /// The sender-count epoch this flow last counted itself in, plus one (0: never).
-    counted_epoch: u32,
-    /// In TCP's CWR state, not yet halved for it: the first ACK that echoes a CE mark
-    /// halves the rate (CWR is also entered without one: a local qdisc's push-back, a loss
-    /// a tail-loss probe repaired).
-    ce_armed: bool,
     /// Packets lost over the last completions, for the heavy-loss test.
     loss: LossWindow,
+    /// `ecn_share`'s marked fraction and window (unused by the plain ops).
+    ecn: EcnShare,
 }
 
-/// TIMELY; `PATCHED` selects Algorithm 2 of "ECN or Delay" in the gradient zone.
-struct TimelyCc<const PATCHED: bool>;
+/// TIMELY; `PATCHED` selects Algorithm 2 of "ECN or Delay" in the gradient zone, `ECN` the
+/// `ecn_share` ops.
+struct TimelyCc<const PATCHED: bool, const ECN: bool>;
 
-impl<const PATCHED: bool> TimelyCc<PATCHED> {
+impl<const PATCHED: bool, const ECN: bool> TimelyCc<PATCHED, ECN> {
     const VARIANT: Variant = if PATCHED {
         Variant::Patched
     } else {
@@ -309,7 +370,7 @@ fn in_loss_recovery(state: CaState) -> bool {
 }
 
 #[vtable]
-impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
+impl<const PATCHED: bool, const ECN: bool> Algorithm for TimelyCc<PATCHED, ECN> {
     const NAME: &'static CStr = if PATCHED {
         c"timely_patched"
     } else {
@@ -317,8 +378,12 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
     };
     // Restricted, as in-tree algorithms other than Reno are; an administrator allows it
     // for unprivileged users through net.ipv4.tcp_allowed_congestion_control. An active
-    // open offers the delay-stamp option.
-    const FLAGS: Flags = Flags::DELAY_STAMPS;
+    // open offers the delay-stamp option; the `ecn_share` ops need ECN, as DCTCP.
+    const FLAGS: Flags = if ECN {
+        Flags::DELAY_STAMPS.union(Flags::NEEDS_ECN)
+    } else {
+        Flags::DELAY_STAMPS
+    };
     // One word: the state fills icsk_ca_priv but for it and the abstraction's tag.
     const INFO_WORDS: usize = 1;
     type Data = State;
@@ -334,25 +399,45 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
         st.cc = Timely::new(&p, p.init_rate_bps(others));
         st.seg.restart(sk.now_us());
         sk.request_internal_pacing();
+        if ECN {
+            st.ecn = EcnShare::new(sk.delivered(), sk.delivered_ce());
+            // A peer that refused ECN: the ECN-less sibling, so that no packet goes out
+            // ECN-capable (a listener's or a closed socket's children negotiate later).
+            if !sk.ecn_fallback_active() && !sk.ecn_enabled() && !sk.is_listen_or_close() {
+                sk.fall_back_from_ecn();
+            }
+        }
         Self::apply(sk, st, &p);
     }
 
     fn cong_control(sk: &mut Sock<'_>, st: &mut State, _ack: u32, f: AckFlags, rs: &RateSample) {
         let p = flow_params(sk, st, Self::VARIANT);
         let epoch = timely::sender_epoch(sk.now_us());
-        if rs.acked_sacked > 0 && st.counted_epoch != epoch + 1 {
+        if rs.acked_sacked > 0 && st.cc.counted_epoch != epoch + 1 {
             // Once per epoch: a hash, a probe and an atomic add.
             if let Some(slot) = SenderSlot::find(sender_key(sk), epoch, true) {
                 slot.count(epoch);
             }
-            st.counted_epoch = epoch + 1;
+            st.cc.counted_epoch = epoch + 1;
         }
-        if st.ce_armed && f.ece() && sk.ca_state() == CaState::Cwr {
-            // tcp_enter_cwr() on this ACK's ECN echo, or a mark echoed later in a CWR the
-            // stack entered for another reason: once per CWR episode (one window).
-            st.ce_armed = false;
-            st.cc.on_ce(&p);
-        }
+        // Without `ecn_share`: the first echo of a CWR episode (one window) halves the rate;
+        // with it, a window with marks cuts it by alpha / 2 when it ends.
+        let (delivered, delivered_ce) = if ECN {
+            (sk.delivered(), sk.delivered_ce())
+        } else {
+            (0, 0)
+        };
+        let ecn = EcnAck {
+            ece: f.ece(),
+            in_cwr: sk.ca_state() == CaState::Cwr,
+            delivered_pkts: delivered,
+            delivered_ce_pkts: delivered_ce,
+            in_flight_pkts: rs.prior_in_flight,
+        };
+        let rate_before_ecn_bps = st.cc.rate_bps;
+        let share = if ECN { Some(&mut st.ecn) } else { None };
+        let ecn_cut = st.cc.on_ecn_ack(&p, share, &ecn) && ECN;
+        let rate_after_ecn_bps = st.cc.rate_bps;
         st.loss.on_loss(rs.losses);
         let acked_bytes = rs.acked_sacked.saturating_mul(sk.mss());
         // The kernel's RTT, not where it may include the receiver's delayed-ACK wait; the
@@ -364,6 +449,13 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
             Self::complete(st, &p, c, rs.is_app_limited, sk.mss());
         }
         Self::apply(sk, st, &p);
+        if ecn_cut {
+            // tcp:tcp_cong_decision for an ecn_share cut (docs/timely.md): alpha, 0, rate
+            // before; rate after, cwnd cap.
+            let inputs = [u64::from(st.ecn.alpha()), 0, rate_before_ecn_bps];
+            let outputs = [rate_after_ecn_bps, u64::from(sk.cwnd())];
+            sk.trace_decision(Mode::EcnShare as u32, inputs, outputs);
+        }
         if let Some(c) = completion {
             // tcp:tcp_cong_decision, per completion (docs/timely.md): the mode of the
             // update; RTT, gradient (signed), rate before; rate after, cwnd cap.
@@ -391,7 +483,7 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
 
     fn set_state(sk: &mut Sock<'_>, st: &mut State, new_state: CaState) {
         // CWR lasts until the data in flight when it began is acknowledged: one window.
-        st.ce_armed = new_state == CaState::Cwr;
+        st.cc.on_ca_state(new_state == CaState::Cwr);
         if in_loss_recovery(new_state) && !in_loss_recovery(sk.ca_state()) {
             let p = flow_params(sk, st, Self::VARIANT);
             st.cc.on_loss(&p);
@@ -405,6 +497,13 @@ impl<const PATCHED: bool> Algorithm for TimelyCc<PATCHED> {
         if st.seg.on_tx_start(&p, sk.now_us(), st.cc.rate_bps) {
             // After an idle period the RTT history describes another path state.
             st.cc.restart_gradient();
+        }
+    }
+
+    fn cwnd_event(sk: &mut Sock<'_>, _st: &mut State, event: Event) {
+        // Only the `ecn_share` ops (TCP_CONG_NEEDS_ECN) are told of CE.
+        if let Event::EcnIsCe | Event::EcnNoCe = event {
+            echo_ce(sk, event == Event::EcnIsCe);
         }
     }
 
@@ -435,7 +534,21 @@ const INFO_MODE_MASK: u8 = 0xf;
 const INFO_SOURCE_SHIFT: u32 = 28;
 const INFO_RTT_MAX_US: u32 = (1 << INFO_MODE_SHIFT) - 1;
 
+/// Receiver side of the `ecn_share` ops, DCTCP's: an ACK echoes ECE exactly when the data
+/// it acknowledges was CE-marked, so a change of the CE state is ACKed at once (RFC 3168
+/// would echo until the sender's CWR, a whole RTT of echoes per mark). DCTCP first sends
+/// the ACK it had delayed with the previous state; there is no room to keep where that
+/// data ended, so the delayed ACK's packets (one or two) take the new state.
+fn echo_ce(sk: &mut Sock<'_>, ce: bool) {
+    if sk.demand_cwr() != ce {
+        sk.request_immediate_ack();
+    }
+    sk.set_demand_cwr(ce);
+}
+
 fn check_params() -> Result {
+    let share = crate::module_parameters::ecn_share.value();
+    module_params::check(timely::spec::ECN_SHARE.check(share))?;
     module_params::load(&PARAMS, read_params(), Params::validate)
 }
 
@@ -457,8 +570,8 @@ mod tests {
     #[test]
     fn cpu_cost_beside_c_controllers() -> Result {
         use crate::kunit_cpu_cost::{ns_per_ack, report, report_c_references};
-        let mut original = TestSocket::with_algorithm::<TimelyCc<false>>()?;
-        let mut patched = TestSocket::with_algorithm::<TimelyCc<true>>()?;
+        let mut original = TestSocket::with_algorithm::<TimelyCc<false, false>>()?;
+        let mut patched = TestSocket::with_algorithm::<TimelyCc<true, false>>()?;
         report("rust_timely", "timely", ns_per_ack(&mut original, false));
         report(
             "rust_timely",
@@ -545,7 +658,7 @@ mod tests {
 
     #[test]
     fn init_paces_at_the_initial_rate() -> Result {
-        let mut s = alone::<TimelyCc<false>>()?;
+        let mut s = alone::<TimelyCc<false, false>>()?;
         let p = params();
         assert_eq!(s.sock().pacing(), Pacing::Internal);
         assert_eq!(rate_bytes_per_sec(&mut s), p.init_rate_bps(0) / 8);
@@ -561,9 +674,9 @@ mod tests {
         let mut now = 1 << 40;
         let start = |patched: bool, now: u64| -> Result<TestSocket> {
             let mut s = if patched {
-                TestSocket::before_init::<TimelyCc<true>>()?
+                TestSocket::before_init::<TimelyCc<true, false>>()?
             } else {
-                TestSocket::before_init::<TimelyCc<false>>()?
+                TestSocket::before_init::<TimelyCc<false, false>>()?
             };
             s.set_mss_and_clock(MSS, now);
             s.init();
@@ -599,7 +712,7 @@ mod tests {
 
     #[test]
     fn high_rtt_completion_cuts_pacing_rate() -> Result {
-        let mut s = alone::<TimelyCc<false>>()?;
+        let mut s = alone::<TimelyCc<false, false>>()?;
         let start = rate_bytes_per_sec(&mut s);
         let mut now = 1000;
         // The first completion only initialises the RTT history.
@@ -613,7 +726,7 @@ mod tests {
 
     #[test]
     fn delayed_ack_and_invalid_samples_are_ignored() -> Result {
-        let mut s = alone::<TimelyCc<false>>()?;
+        let mut s = alone::<TimelyCc<false, false>>()?;
         let start = rate_bytes_per_sec(&mut s);
         let mut now = 1000;
         for _ in 0..4 {
@@ -634,9 +747,9 @@ mod tests {
         let (min, max) = (p.min_rate_bps() / 8, p.max_rate_bps() / 8);
         for patched in [false, true] {
             let mut s = if patched {
-                alone::<TimelyCc<true>>()?
+                alone::<TimelyCc<true, false>>()?
             } else {
-                alone::<TimelyCc<false>>()?
+                alone::<TimelyCc<false, false>>()?
             };
             let mut now = 1000;
             for rtt_us in [
@@ -659,7 +772,7 @@ mod tests {
 
     #[test]
     fn loss_halves_once_per_episode_when_queued() -> Result {
-        let mut s = alone::<TimelyCc<false>>()?;
+        let mut s = alone::<TimelyCc<false, false>>()?;
         let start = rate_bytes_per_sec(&mut s);
         // No RTT sample yet: a loss counts as congestion.
         s.set_ca_state(CaState::Recovery);
@@ -678,7 +791,7 @@ mod tests {
 
     #[test]
     fn an_echoed_congestion_mark_halves_once_per_window() -> Result {
-        let mut s = alone::<TimelyCc<true>>()?;
+        let mut s = alone::<TimelyCc<true, false>>()?;
         // RTT 30 us < T_high: a loss would not count, a CE mark does.
         let mut now = 1000;
         segment(&mut s, &mut now, 30, false);
@@ -706,9 +819,86 @@ mod tests {
         Ok(())
     }
 
+    /// `ecn_share` 1's ops, both variants: they need ECN; an echo in CWR does not halve;
+    /// a window that saw marks cuts the rate by alpha / 2 once, at its end; one without
+    /// marks does not.
+    #[test]
+    fn ecn_share_cuts_by_half_alpha_once_per_marked_window() -> Result {
+        use cc_core::ecn_share::keep;
+        let ece = kernel::bindings::FLAG_ECE;
+        for patched in [false, true] {
+            for slot in &SENDERS {
+                slot.key.store(0, Relaxed);
+            }
+            let mut s = if patched {
+                TestSocket::with_algorithm_ecn::<TimelyCc<true, true>>()?
+            } else {
+                TestSocket::with_algorithm_ecn::<TimelyCc<false, true>>()?
+            };
+            assert!(s.ops_flags() & kernel::bindings::TCP_CONG_NEEDS_ECN != 0);
+            let start = rate_bytes_per_sec(&mut s) * 8;
+            let p = flow_params_of(&mut s, patched);
+            // An echo in CWR, no packet delivered: no window ends, no cut.
+            s.set_ca_state(CaState::Cwr);
+            s.cong_control_with(0, -1, false, false, ece);
+            assert_eq!(rate_bytes_per_sec(&mut s) * 8, start);
+            // Nothing in flight before each ACK (the test socket's): each ACK that delivers
+            // ends a window. 10 delivered, 5 marked: alpha 1024 - 64 + 32 = 992.
+            s.deliver(10, 5);
+            s.cong_control_with(0, -1, false, false, ece);
+            let once = keep(start, 992).clamp(p.min_rate_bps(), p.max_rate_bps());
+            assert_eq!(rate_bytes_per_sec(&mut s), once / 8);
+            // The next window has no marks (an echo still): alpha 930, no cut.
+            s.deliver(10, 0);
+            s.cong_control_with(0, -1, false, false, ece);
+            assert_eq!(rate_bytes_per_sec(&mut s), once / 8);
+            // One of ten marked: alpha 930 - 58 + 6 = 878.
+            s.deliver(10, 1);
+            s.cong_control_with(0, -1, false, false, 0);
+            let twice = keep(once, 878).clamp(p.min_rate_bps(), p.max_rate_bps());
+            assert_eq!(rate_bytes_per_sec(&mut s), twice / 8);
+            s.set_ca_state(CaState::Open);
+        }
+        Ok(())
+    }
+
+    /// The parameters of a test socket's flow.
+    fn flow_params_of(s: &mut TestSocket, patched: bool) -> Params {
+        let variant = if patched {
+            Variant::Patched
+        } else {
+            Variant::Original
+        };
+        let sk = s.sock();
+        let p = params().for_variant(variant);
+        p.for_flow(flow_c_mbps(&sk, &p), sk.mss())
+    }
+
+    /// Without ECN negotiated the `ecn_share` ops move to their ECN-less sibling; as
+    /// receivers they echo CE as DCTCP's receivers do.
+    #[test]
+    fn ecn_share_falls_back_and_echoes_ce_at_once() -> Result {
+        let s = TestSocket::with_algorithm::<TimelyCc<false, true>>()?;
+        assert_eq!(s.ops_name(), c"timely-reno");
+        assert!(s.ops_flags() & kernel::bindings::TCP_CONG_NEEDS_ECN == 0);
+        let s = TestSocket::with_algorithm::<TimelyCc<true, true>>()?;
+        assert!(s.ops_flags() & kernel::bindings::TCP_CONG_NEEDS_ECN == 0);
+        let ack_now = kernel::bindings::inet_csk_ack_state_t_ICSK_ACK_NOW as u8;
+        let demand_cwr = kernel::bindings::TCP_ECN_DEMAND_CWR as u8;
+        let mut r = TestSocket::with_algorithm_ecn::<TimelyCc<true, true>>()?;
+        r.cwnd_event(Event::EcnNoCe);
+        assert_eq!(r.ack_pending() & ack_now, 0);
+        r.cwnd_event(Event::EcnIsCe);
+        assert!(r.ack_pending() & ack_now != 0);
+        assert!(r.ecn_flags() & demand_cwr != 0);
+        r.cwnd_event(Event::EcnNoCe);
+        assert!(r.ecn_flags() & demand_cwr == 0);
+        Ok(())
+    }
+
     #[test]
     fn patched_variant_uses_the_weighted_law() -> Result {
-        let mut s = alone::<TimelyCc<true>>()?;
+        let mut s = alone::<TimelyCc<true, false>>()?;
         let start = rate_bytes_per_sec(&mut s);
         let mut now = 1000;
         segment(&mut s, &mut now, 200, false);
@@ -771,7 +961,7 @@ mod tests {
 
     #[test]
     fn the_options_network_rtt_replaces_the_kernel_rtt() -> Result {
-        let mut s = alone::<TimelyCc<true>>()?;
+        let mut s = alone::<TimelyCc<true, false>>()?;
         let start = rate_bytes_per_sec(&mut s);
         let mut now = 1000;
         // Network RTT 200 us; the kernel's, with a 4.8 ms hold, is above T_high.

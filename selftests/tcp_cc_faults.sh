@@ -61,6 +61,7 @@ PARAM_TABLE=(
 	"tcp_timely|update_scaling|0|1|"
 	"tcp_timely|t_high_last_sample|0|1|"
 	"tcp_timely|patched_rtt_window_rtts|0|64|"
+	"tcp_timely|ecn_share|0|1|"
 	"tcp_rust_dctcp|dctcp_shift_g|0|10|"
 	"tcp_rust_dctcp|dctcp_alpha_on_init|0|1024|"
 	"tcp_dx|headroom_ns|1|2000000000|"
@@ -68,6 +69,7 @@ PARAM_TABLE=(
 	"tcp_dx|max_decrease_ppm|1|1000000|"
 	"tcp_dx|base_rtt_slack_ns|0|20000|max headroom_ns, at its default 20000"
 	"tcp_dx|min_rtt_expiry_rounds|0|10000|"
+	"tcp_dx|ecn_share|0|1|"
 	"tcp_swift|base_target_ns|1|100000000|"
 	"tcp_swift|per_hop_ns|0|1000000|"
 	"tcp_swift|hops|0|64|"
@@ -81,6 +83,7 @@ PARAM_TABLE=(
 	"tcp_swift|max_cwnd_pkts|1|1000000|"
 	"tcp_swift|retx_reset_threshold|1|1000|"
 	"tcp_swift|endpoint_target_ns|0|100000000|"
+	"tcp_swift|ecn_share|0|1|"
 )
 
 # Faults at the bottleneck (item 3): name|netem arguments ("flap": no impairment, the

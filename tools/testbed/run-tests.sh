@@ -165,6 +165,18 @@ for m in "${MODULES[@]}"; do
 done
 selftest cc_trace selftests/tcp_cc_trace.sh "${trace_args[@]}"
 
+# The delay-based controls' opt-in ECN answer (ecn_share=1): ECN requested whatever
+# net.ipv4.tcp_ecn says, dctcp's answer traced while the bottleneck marks, the -reno sibling
+# where the listener refuses ECN; with ecn_share 0, no ECN asked.
+share_args=()
+for m in "${MODULES[@]}"; do
+	case " $(field "$m" 2) " in *" timely "*|*" dx "*|*" swift "*)
+		# shellcheck disable=SC2206 # parameters are PARAM=VALUE words
+		share_args+=("$(field "$m" 1)" $(field "$m" 4)) ;;
+	esac
+done
+selftest ecn_share selftests/tcp_ecn_share.sh "${share_args[@]}"
+
 # Installed but not loaded: every algorithm autoloaded by a route's congctl (under RTNL), the
 # sysctl and setsockopt(TCP_CONGESTION), each within a bound that ends a hang.
 autoload_args=()

@@ -74,7 +74,10 @@ args=(mem="$mem" rootfstype=hostfs rootflags=/ rw
       con=null con0=$con0 quiet loglevel=4
       RFL_RUNDIR="$rundir")
 [ "$time_travel" = 1 ] && args+=(time-travel=inf-cpu)
-if [ -n "$kunit_glob" ]; then args+=(kunit.enable=1 "kunit.filter_glob=$kunit_glob"); fi
+# KUnit's KTAP is read back from the kernel log after every module's suites ran: a log
+# large enough to keep the suites that ran at boot (the default 128 KB lost them once the
+# modules' suites grew).
+if [ -n "$kunit_glob" ]; then args+=(kunit.enable=1 "kunit.filter_glob=$kunit_glob" log_buf_len=4M); fi
 [ "$debug_checks" = 0 ] || args+=(RFL_DEBUG_CHECKS=1)
 # Guest scripts can tell the debug kernel (about 10x slower per packet) by this variable.
 [ "$KERNEL_FLAVOR" = normal ] || args+=("RFL_KERNEL_FLAVOR=$KERNEL_FLAVOR")

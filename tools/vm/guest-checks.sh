@@ -200,6 +200,7 @@ cc_faults) suite cc_faults selftests/tcp_cc_faults.sh -r "$(ko tcp_rc3)" "${ALL[
 wire_defaults) suite wire_defaults selftests/tcp_wire_defaults.sh ;;
 cc_trace) suite cc_trace selftests/tcp_cc_trace.sh "${TIMELY[@]}" "${DX[@]}" "$(ko tcp_rust_dctcp)" ;;
 tstamp) suite tstamp selftests/tcp_tstamp.sh ;;
+ecn_share) suite ecn_share selftests/tcp_ecn_share.sh "${TIMELY[@]}" "${DX[@]}" "${SWIFT[@]}" ;;
 # The per-control selftest UML runs for every algorithm (tcp_cc_module.sh), one boot each.
 cc_module_rust_reno) suite "$job" selftests/tcp_cc_module.sh "$(ko tcp_rust_reno)" rust_reno ;;
 cc_module_timely|cc_module_timely_patched)

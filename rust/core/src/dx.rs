@@ -191,12 +191,13 @@ pub mod spec {
     pub const ECN_SHARE: ParamSpec = super::super::ecn_share::ECN_SHARE;
 
     /// Every parameter, in the module's order.
-    pub const ALL: [ParamSpec; 5] = [
+    pub const ALL: [ParamSpec; 6] = [
         HEADROOM_NS,
         MIN_CWND_PKTS,
         MAX_DECREASE_PPM,
         BASE_RTT_SLACK_NS,
         MIN_RTT_EXPIRY_ROUNDS,
+        ECN_SHARE,
     ];
 }
 

@@ -233,7 +233,7 @@ pub mod spec {
     pub const ECN_SHARE: ParamSpec = super::super::ecn_share::ECN_SHARE;
 
     /// Every parameter, in the module's order.
-    pub const ALL: [ParamSpec; 13] = [
+    pub const ALL: [ParamSpec; 14] = [
         BASE_TARGET_NS,
         PER_HOP_NS,
         HOPS,
@@ -247,6 +247,7 @@ pub mod spec {
         MAX_CWND_PKTS,
         RETX_RESET_THRESHOLD,
         ENDPOINT_TARGET_NS,
+        ECN_SHARE,
     ];
 }
 

@@ -204,12 +204,11 @@ pub mod spec {
     pub const PATCHED_RTT_WINDOW_RTTS: ParamSpec =
         ParamSpec::new("patched_rtt_window_rtts", 4, 0, 64);
     pub const T_HIGH_LAST_SAMPLE: ParamSpec = ParamSpec::new("t_high_last_sample", 0, 0, 1);
-    /// Not a [`Params`] field: it will select the ops the module registers
-    /// (`ecn_share.rs`).
+    /// Not a [`Params`] field: it selects the ops the module registers (`ecn_share.rs`).
     pub const ECN_SHARE: ParamSpec = super::super::ecn_share::ECN_SHARE;
 
     /// Every parameter, in the module's order.
-    pub const ALL: [ParamSpec; 20] = [
+    pub const ALL: [ParamSpec; 21] = [
         T_LOW_US,
         T_HIGH_US,
         DELTA_KBPS,
@@ -230,6 +229,7 @@ pub mod spec {
         LOSS_RTT_US,
         PATCHED_RTT_WINDOW_RTTS,
         T_HIGH_LAST_SAMPLE,
+        ECN_SHARE,
     ];
 }
 
