@@ -208,6 +208,13 @@ impl<const ECN: bool> DxCc<ECN> {
     fn start_round(sk: &Sock<'_>, st: &mut State) {
         st.round_end_seq = sk.snd_nxt();
     }
+
+    /// The `ecn_share` answer is in force: these are its ops and the peer agreed to ECN.
+    /// The ECN-less sibling (`dx-reno`, after `fall_back_from_ecn`) is the same type; it
+    /// behaves as the plain ops do, as C `dctcp-reno` behaves as Reno.
+    fn shares_ecn(sk: &Sock<'_>) -> bool {
+        ECN && !sk.ecn_fallback_active()
+    }
 }
 
 #[vtable]
@@ -240,7 +247,7 @@ impl<const ECN: bool> Algorithm for DxCc<ECN> {
 
     fn in_ack_event(sk: &mut Sock<'_>, st: &mut State, _flags: AckEventFlags) {
         // `ecn_share`: DCTCP's observation window, as C dctcp_update_alpha().
-        if !ECN || seq::before(sk.snd_una(), st.dctcp.next_seq) {
+        if !Self::shares_ecn(sk) || seq::before(sk.snd_una(), st.dctcp.next_seq) {
             return;
         }
         let alpha_before = st.dctcp.alpha;
@@ -346,7 +353,11 @@ impl<const ECN: bool> Algorithm for DxCc<ECN> {
     fn ssthresh(sk: &mut Sock<'_>, st: &mut State) -> u32 {
         // Halved; with `ecn_share` cwnd (1 - alpha / 2), a loss then halving it (set_state,
         // cwnd_event), as DCTCP.
-        let share = if ECN { Some(&mut st.dctcp) } else { None };
+        let share = if Self::shares_ecn(sk) {
+            Some(&mut st.dctcp)
+        } else {
+            None
+        };
         dx::ssthresh_pkts(sk.cwnd(), share)
     }
 
@@ -355,7 +366,10 @@ impl<const ECN: bool> Algorithm for DxCc<ECN> {
     }
 
     fn set_state(sk: &mut Sock<'_>, st: &mut State, new_state: CaState) {
-        if ECN && new_state == CaState::Recovery && sk.ca_state() != CaState::Recovery {
+        if Self::shares_ecn(sk)
+            && new_state == CaState::Recovery
+            && sk.ca_state() != CaState::Recovery
+        {
             // Fast recovery halves, whatever alpha says (a timeout: cwnd_event).
             sk.set_ssthresh(st.dctcp.on_loss(sk.cwnd()));
         }
@@ -383,7 +397,7 @@ impl<const ECN: bool> Algorithm for DxCc<ECN> {
                 sk.set_demand_cwr(ce);
             }
             // A timeout halves, whatever alpha says.
-            Event::Loss if ECN => sk.set_ssthresh(st.dctcp.on_loss(sk.cwnd())),
+            Event::Loss if Self::shares_ecn(sk) => sk.set_ssthresh(st.dctcp.on_loss(sk.cwnd())),
             _ => {}
         }
     }
@@ -646,14 +660,22 @@ mod tests {
     }
 
     /// `ecn_share` 0's ops halve on an echo, as before; without ECN negotiated the
-    /// `ecn_share` ops move to `dx-reno`; as receivers they echo CE as DCTCP's do.
+    /// `ecn_share` ops move to `dx-reno`, which halves too; as receivers they echo CE as
+    /// DCTCP's do.
     #[test]
     fn ecn_share_off_halves_and_on_falls_back_and_echoes_ce() -> Result {
         let mut plain = socket(true)?;
         assert_eq!(plain.enter_loss_ssthresh(), CWND / 2);
-        let s = TestSocket::with_algorithm::<DxCc<true>>()?;
+        let mut s = TestSocket::with_algorithm::<DxCc<true>>()?;
         assert_eq!(s.ops_name(), c"dx-reno");
         assert!(s.ops_flags() & kernel::bindings::TCP_CONG_NEEDS_ECN == 0);
+        // The sibling behaves as the plain ops: a window that ends moves no alpha and CWR
+        // halves (the ECN ops' alpha would be 1024 - 64 = 960 here, ssthresh 54).
+        s.set_window(100, 100, 10_000);
+        s.set_seq(1000, 2000, 0);
+        s.deliver(10, 0);
+        s.in_ack_event(0);
+        assert_eq!(s.enter_loss_ssthresh(), 50);
         let ack_now = kernel::bindings::inet_csk_ack_state_t_ICSK_ACK_NOW as u8;
         let demand_cwr = kernel::bindings::TCP_ECN_DEMAND_CWR as u8;
         let mut r = TestSocket::with_algorithm_ecn::<DxCc<true>>()?;

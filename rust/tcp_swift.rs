@@ -242,6 +242,14 @@ const INFO_CWND_256: usize = 2;
 struct SwiftCc<const ECN: bool>;
 
 impl<const ECN: bool> SwiftCc<ECN> {
+    /// The `ecn_share` answer is in force: these are its ops and the peer agreed to ECN.
+    /// The ECN-less sibling (`swift-reno`, after `fall_back_from_ecn`) is the same type; it
+    /// behaves as the plain ops do (CWR is a fast recovery cut), as C `dctcp-reno` behaves
+    /// as Reno.
+    fn shares_ecn(sk: &Sock<'_>) -> bool {
+        ECN && !sk.ecn_fallback_active()
+    }
+
     /// Sets cwnd and the pacing rate from the law; publishes what `ss` shows.
     fn apply(sk: &mut Sock<'_>, st: &State, law: &Law) {
         let w_fp = st.swift.cwnd_fp(law);
@@ -361,7 +369,7 @@ impl<const ECN: bool> Algorithm for SwiftCc<ECN> {
             .swift
             .on_ack(&law, now_ns, rs.acked_sacked, sample.as_ref());
         // With `ecn_share`: a window with marks that ends here cuts the fabric window.
-        let ecn_cut = if ECN {
+        let ecn_cut = if Self::shares_ecn(sk) {
             let a = EcnAck {
                 ece: f.ece(),
                 in_cwr: sk.ca_state() == CaState::Cwr,
@@ -395,7 +403,7 @@ impl<const ECN: bool> Algorithm for SwiftCc<ECN> {
             }
             // With `ecn_share`, marks are answered per window (cong_control).
             CaState::Cwr if !reducing(sk.ca_state()) => {
-                let Some(cut) = st.swift.on_cwr(&law, now_ns, ECN) else {
+                let Some(cut) = st.swift.on_cwr(&law, now_ns, Self::shares_ecn(sk)) else {
                     return;
                 };
                 action = cut;
@@ -685,12 +693,26 @@ mod tests {
     }
 
     /// Without ECN negotiated the `ecn_share` ops move to `swift-reno`, which sends no
-    /// packet ECN-capable; as receivers they echo CE as DCTCP's receivers do.
+    /// packet ECN-capable and cuts on CWR as the plain ops do; as receivers they echo CE as
+    /// DCTCP's receivers do.
     #[test]
     fn ecn_share_falls_back_and_echoes_ce_at_once() -> Result {
         let s = TestSocket::with_algorithm::<SwiftCc<true>>()?;
         assert_eq!(s.ops_name(), c"swift-reno");
         assert!(s.ops_flags() & kernel::bindings::TCP_CONG_NEEDS_ECN == 0);
+        // The sibling behaves as the plain ops: CWR is the fast recovery cut.
+        let mut f = TestSocket::before_init::<SwiftCc<true>>()?;
+        f.set_delay_stamps(true);
+        f.set_window(16, u32::MAX >> 1, 100_000);
+        f.set_cwnd_limited(true, 16);
+        f.set_mss_and_clock(MSS, 1_000_000);
+        f.init();
+        assert_eq!(f.ops_name(), c"swift-reno");
+        stamped_ack(&mut f, 1_000_010, 20_000, 25);
+        let w = f.cwnd();
+        f.set_mss_and_clock(MSS, 1_000_100);
+        f.set_ca_state(CaState::Cwr);
+        assert_eq!(f.cwnd(), w / 2);
         let ack_now = kernel::bindings::inet_csk_ack_state_t_ICSK_ACK_NOW as u8;
         let demand_cwr = kernel::bindings::TCP_ECN_DEMAND_CWR as u8;
         let mut r = TestSocket::with_algorithm_ecn::<SwiftCc<true>>()?;
