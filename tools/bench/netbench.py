@@ -366,6 +366,9 @@ def split_algo(algo):
            run them, and for dctcp alike);
     +kN    the bottleneck's ECN marking threshold at N packets instead of the scenario's;
     +noecn the sender does not ask for ECN (net.ipv4.tcp_ecn=0; dctcp asks regardless);
+    +ecnshare  the delay-based controls (timely, timely_patched, dx, swift) loaded with
+           ecn_share=1 (tools/bench/run.py): they ask for ECN and answer marks as dctcp
+           does (alpha/2 per marked window; docs/timely.md, dx.md, swift.md);
     +iwN   an initial congestion window of N packets (the sender's route's initcwnd, the
            receiver's initrwnd), as a user who matches a window control's start to the
            path's bandwidth-delay product would set it (TIMELY starts without slow start).
@@ -399,6 +402,8 @@ def one_variant(extra, algo):
         return {"ecn_k": int(k.group(1))}
     if extra == "noecn":
         return {"no_ecn": True}
+    if extra == "ecnshare":
+        return {"ecn_share": True}
     if extra == "rc3":
         return {"rc3": True}
     if extra == "rc3lv":
@@ -414,7 +419,8 @@ def one_variant(extra, algo):
     if loss:
         return {"loss_pct": float(loss.group(1))}
     sys.exit(f"error: unknown variant '+{extra}' in '{algo}' "
-             "(+rc3, +rc3lv, +hw[N], +rtt, +calN, +jitN, +lossP, +fq, +kN, +noecn, +iwN)")
+             "(+rc3, +rc3lv, +hw[N], +rtt, +calN, +jitN, +lossP, +fq, +kN, +noecn, +ecnshare, "
+             "+iwN)")
 
 
 def hardware_stamps(noise_ns):

@@ -36,13 +36,20 @@ def run_job(raw, job, timely_params, prov):
         os.remove(out)
     params = sc.get("timely_params", timely_params)
     dx_params = sc.get("dx_params", config("DX_PARAMS_1G"))
+    swift_params = sc.get("swift_params", "")
+    if "+ecnshare" in algo:
+        # +ecnshare: the delay-based controls answer marks as dctcp does (ecn_share=1, a
+        # read-only choice of ops at load: netbench.split_algo).
+        params, dx_params, swift_params = (f"{x} ecn_share=1".strip()
+                                           for x in (params, dx_params, swift_params))
     rc3 = ""
     if "+rc3" in algo:
         # +rc3: the module's defaults (one DSCP for every level); +rc3lv: each level at its
         # own DSCP (netbench.split_algo).
         rc3 = " && insmod rust/tcp_rc3.ko" + (" dscp_map=1" if "+rc3lv" in algo else "")
     guest = (f"insmod rust/tcp_rust_reno.ko && insmod rust/tcp_timely.ko {params} && "
-             f"insmod rust/tcp_dx.ko {dx_params}{rc3} || exit 1; "
+             f"insmod rust/tcp_dx.ko {dx_params} && insmod rust/tcp_swift.ko {swift_params}{rc3} "
+             "|| exit 1; "
              f"python3 tools/bench/netbench.py --scenario {sc['file']} --algo {algo} --rep {rep} "
              f"--json {out}")
     cmd = [os.path.join(ROOT, "tools", "testbed", "uml-run.sh"), "--timeout", "1500"]

@@ -37,6 +37,7 @@ class SplitAlgo(unittest.TestCase):
         self.assertEqual(netbench.split_algo("bbr+fq"), ("bbr", {"fq": True}))
         self.assertEqual(netbench.split_algo("dctcp+k20"), ("dctcp", {"ecn_k": 20}))
         self.assertEqual(netbench.split_algo("timely+noecn"), ("timely", {"no_ecn": True}))
+        self.assertEqual(netbench.split_algo("swift+ecnshare"), ("swift", {"ecn_share": True}))
         self.assertEqual(netbench.split_algo("cubic+iw17"), ("cubic", {"init_cwnd": 17}))
 
     def test_variants_combine(self):
