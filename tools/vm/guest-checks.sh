@@ -100,6 +100,8 @@ pair_rx() {
 	ktap_plan $((3 + ${#RC3_LEVEL_DS[@]}))
 	dev=$(pair_link $PAIR_RX)
 	check "virtio-net link up ($dev)" test -n "$dev"
+	# pair.sh --rx-gro off: each segment reaches TCP (and the DSCP counter) on its own.
+	if grep -qw 'rfl.gro=off' /proc/cmdline; then ethtool -K "$dev" gro off; fi
 	diag "receiver offloads: $(offloads "$dev")"
 	sysctl -qw net.ipv4.tcp_delay_stamps=1
 	# RC3's levels counted by DSCP as they arrive (an AF_PACKET socket: the x86_64

@@ -11,18 +11,21 @@
 #           header, so no TSO or GSO (for a machine without /dev/net/tun).
 # The receiver (tools/vm/guest-checks.sh pair_rx) counts RC3's levels by DS field; the
 # sender (pair_tx) sends 5 MB with every control, data checked by SHA-256 end to end, the
-# delay-stamp option's samples counted, then with TSO/GSO off, then RC3.
+# delay-stamp option's samples counted, then with TSO/GSO off, then RC3. --rx-gro off
+# turns GRO off at the receiver (what GRO does to RC3's copies: the segments counted per
+# DSCP against TCPRC3Sent).
 #
-#   tools/vm/pair.sh [--timeout SEC] [--link tap|stream]      (make x86-pair)
+#   tools/vm/pair.sh [--timeout SEC] [--link tap|stream] [--rx-gro on|off]   (make x86-pair)
 set -uo pipefail
 source "$(dirname "$0")/../testbed/config.sh"
 source "$(dirname "$0")/console.sh"
-timeout_s=2700 link_kind=tap
+timeout_s=2700 link_kind=tap rx_gro=on
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--timeout) timeout_s=$2; shift 2 ;;
 	--link) link_kind=$2; shift 2 ;;
-	*) die "usage: $0 [--timeout SEC] [--link tap|stream]" ;;
+	--rx-gro) rx_gro=$2; shift 2 ;;
+	*) die "usage: $0 [--timeout SEC] [--link tap|stream] [--rx-gro on|off]" ;;
 	esac
 done
 work=$(mktemp -d "${TMPDIR:-/tmp}/rfl-pair.XXXXXX")
@@ -57,7 +60,7 @@ boot() { # NAME MAC SERVER
 	timeout -k 10 "$timeout_s" "${run_in[@]}" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 2G \
 		-nographic -no-reboot -serial stdio -monitor none \
 		-kernel "$work/rx.img.vmlinuz" \
-		-append "root=/dev/vda rw console=ttyS0 init=/opt/rfl-tcp-cc/tools/vm/guest-init.sh panic=-1 rfl.job=pair_$1" \
+		-append "root=/dev/vda rw console=ttyS0 init=/opt/rfl-tcp-cc/tools/vm/guest-init.sh panic=-1 rfl.job=pair_$1 rfl.gro=$rx_gro" \
 		-drive file="$work/$1.img",format=raw,if=virtio \
 		-netdev "$(netdev "$1" "$3")" -device "virtio-net-pci,netdev=n0,mac=$2" \
 		< /dev/null > "$work/$1.raw" 2>&1
