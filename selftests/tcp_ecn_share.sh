@@ -117,9 +117,10 @@ flow() {
 	return 0
 }
 # The data connection's `ss` line (iperf3's control connection carries no data: the one
-# with the most bytes acked).
+# with the most bytes acked). Its info lines are the indented ones (a sample may hold no
+# socket, or only the control connection).
 data_conn() {
-	awk 'NR % 2 == 1 { next } { b = 0; for (i = 1; i <= NF; i++) if ($i ~ /^bytes_acked:/) { split($i, kv, ":"); b = kv[2] } if (b >= best) { best = b; line = $0 } } END { print line }' "$out/$1.ss"
+	awk '!/^[ \t]/ { next } { b = 0; for (i = 1; i <= NF; i++) if ($i ~ /^bytes_acked:/) { split($i, kv, ":"); b = kv[2] } if (b >= best) { best = b; line = $0 } } END { print line }' "$out/$1.ss"
 }
 received_mbps() { json "$out/$1.json" "round(d['end']['sum_received']['bits_per_second'] / 1e6, 1)"; }
 # expect TAG NAME ECN(yes|no): the data connection ran under NAME, with or without ECN,
