@@ -114,6 +114,7 @@ pair_rx() {
 	kill $sink
 	kill -TERM $counter; wait $counter
 	diag "segments to port $PAIR_PORT by DSCP: $(cat /tmp/dscp.json 2>/dev/null)"
+	diag "receiver link: $(ip -s link show "$dev" | tr -s ' \n' ' ' | cut -c1-300)"
 	for i in "${!RC3_LEVEL_DS[@]}"; do
 		n=$(python3 -c 'import json, sys; print(json.load(open("/tmp/dscp.json")).get(str(int(sys.argv[1], 16) >> 2), 0))' \
 			"${RC3_LEVEL_DS[$i]}" 2>/dev/null)
@@ -155,8 +156,10 @@ pair_tx() {
 		check "$cc: $((PAIR_BYTES / 1000000)) MB over virtio-net, SHA-256 intact" grep -q '"intact": true' <<<"$out"
 		diag "$cc: $out; delay samples $((s1 - s0)), bad $((b1 - b0)), hardware $((hw1 - hw0))"
 		case " timely timely_patched dx swift " in
+		# Samples come per ACK: TSO at the sender and GRO at the receiver make few ACKs
+		# of a fast transfer (timely_patched once: 5 MB in 0.6 s, 59 samples).
 		*" $cc "*) check "$cc: the delay-stamp option negotiated between the two kernels (samples, none bad)" \
-			test $((s1 - s0)) -gt 100 -a $((b1 - b0)) -eq 0 ;;
+			test $((s1 - s0)) -gt 10 -a $((b1 - b0)) -eq 0 ;;
 		*) check "$cc: no delay sample (the option is not offered)" test $((s1 - s0)) -eq 0 ;;
 		esac
 	done
@@ -175,6 +178,9 @@ pair_tx() {
 	out=$(python3 tools/vm/pair.py send $PAIR_RX $PAIR_PORT cubic $PAIR_BYTES --rc3 2>&1)
 	check "RC3 over cubic: intact" grep -q '"intact": true' <<<"$out"
 	diag "RC3 over cubic: $out; TCPRC3Sent $(nstat -az TcpExtTCPRC3Sent | awk '/TcpExt/ { print $2 }')"
+	# Where RC3's copies go: the egress qdisc's drops and the device's counters.
+	diag "sender qdisc: $(tc -s qdisc show dev "$dev" | tr -s ' \n' ' ' | cut -c1-300)"
+	diag "sender link: $(ip -s link show "$dev" | tr -s ' \n' ' ' | cut -c1-300)"
 	sysctl -qw net.ipv4.tcp_rc3=0
 	python3 -c 'import socket; socket.create_connection(("'$PAIR_RX'", '$PAIR_DONE'), timeout=30).close()'
 	ktap_finish

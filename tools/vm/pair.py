@@ -51,8 +51,8 @@ def sink(port):
 
 def dscp(dev, port, out):
     """Counts, by DSCP, the TCP segments to `port` arriving on `dev` with a DSCP other than
-    0 (RC3's levels), until SIGTERM; writes {dscp: count, ..., "drops": n} to `out`, n the
-    segments the socket dropped (PACKET_STATISTICS). A classic BPF filter keeps the others
+    0 (RC3's levels), until SIGTERM; writes {dscp: segments, ..., "frames": {dscp: frames},
+    "drops": n} to `out`, n the frames the socket dropped (PACKET_STATISTICS). A classic BPF filter keeps the others
     (TCP's own segments, 99% of them) out of the socket: counting them in Python under TCG
     overran it and lost most of RC3's copies."""
     ETH_P_IP, SO_ATTACH_FILTER, SO_RCVBUFFORCE = 0x0800, 26, 33
@@ -80,12 +80,12 @@ def dscp(dev, port, out):
     s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
     s.bind((dev, ETH_P_IP))
     s.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)  # reading resets: count from here
-    counts = {}
+    counts, frames, MSS = {}, {}, 1448
 
     def done(*_):
         _, drops = struct.unpack("II", s.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
         with open(out, "w") as f:
-            json.dump({**counts, "drops": drops}, f)
+            json.dump({**counts, "frames": frames, "drops": drops}, f)
         sys.exit(0)
     signal.signal(signal.SIGTERM, done)
     while True:
@@ -93,8 +93,13 @@ def dscp(dev, port, out):
         # Incoming only (PACKET_OUTGOING is 4).
         if addr[2] == socket.PACKET_OUTGOING or len(pkt) < 24:
             continue
+        # A frame may carry many segments (the sender's TSO skbs reach the receiver whole
+        # over virtio, GRO or not): count the segments its payload holds, at the MSS.
+        ihl = (pkt[0] & 0x0F) * 4
+        payload = struct.unpack_from("!H", pkt, 2)[0] - ihl - (pkt[ihl + 12] >> 4) * 4
         key = str(pkt[1] >> 2)
-        counts[key] = counts.get(key, 0) + 1
+        counts[key] = counts.get(key, 0) + max(1, -(-payload // MSS))
+        frames[key] = frames.get(key, 0) + 1
 
 
 def send(host, port, cc, nbytes, rc3):
