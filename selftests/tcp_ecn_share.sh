@@ -157,13 +157,20 @@ ecn_answers() {
 	[ "$n" -gt 0 ]
 }
 
+# loaded_with SHARE: the modules load with ecn_share=SHARE, and each one's parameter reads
+# SHARE back from sysfs.
+loaded_with() {
+	local ko m
+	check "insmod $(basename -a "${kos[@]}" | tr '\n' ' ')(ecn_share=$1)" load_all "$1"
+	for ko in "${kos[@]}"; do
+		m=$(basename "$ko" .ko)
+		check "$m: /sys/module/$m/parameters/ecn_share reads $1" \
+			grep -qx "$1" "/sys/module/$m/parameters/ecn_share"
+	done
+}
+
 # ---------------------------------------------------------------- ecn_share 0: no ECN asked
-check "insmod $(basename -a "${kos[@]}" | tr '\n' ' ')(ecn_share=0)" load_all 0
-for ko in "${kos[@]}"; do
-	m=$(basename "$ko" .ko)
-	check "$m: /sys/module/$m/parameters/ecn_share reads 0" \
-		grep -qx 0 "/sys/module/$m/parameters/ecn_share"
-done
+loaded_with 0
 for cc in "${controls[@]}"; do
 	flow "$cc" "$cc" "plain.$cc"
 	check "$cc (ecn_share 0): no ECN asked with net.ipv4.tcp_ecn=0" expect "plain.$cc" "$cc" no
@@ -171,12 +178,7 @@ done
 check "the modules unload" unload_all
 
 # ---------------------------------------------------------------- ecn_share 1
-check "insmod $(basename -a "${kos[@]}" | tr '\n' ' ')(ecn_share=1)" load_all 1
-for ko in "${kos[@]}"; do
-	m=$(basename "$ko" .ko)
-	check "$m: /sys/module/$m/parameters/ecn_share reads 1" \
-		grep -qx 1 "/sys/module/$m/parameters/ecn_share"
-done
+loaded_with 1
 for cc in "${controls[@]}"; do
 	flow "$cc" "$cc" "share.$cc"
 	check "$cc (ecn_share 1): ECN negotiated with net.ipv4.tcp_ecn=0, under its own name" \

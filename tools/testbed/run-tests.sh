@@ -156,25 +156,26 @@ done
 
 # The tcp:tcp_cong_decision tracepoint through tracefs: each controller's decisions, with
 # its name and the flow's addresses, over a short flow (docs/timely.md, dx.md, dctcp.md).
-trace_args=()
-for m in "${MODULES[@]}"; do
-	case " $(field "$m" 2) " in *" timely "*|*" dx "*|*" rust_dctcp "*)
-		# shellcheck disable=SC2206 # parameters are PARAM=VALUE words
-		trace_args+=("$(field "$m" 1)" $(field "$m" 4)) ;;
-	esac
-done
+# module_args ALGO...: "file.ko PARAM=VALUE..." of each module registering one of ALGO.
+module_args() {
+	local m a
+	for m in "${MODULES[@]}"; do
+		for a in "$@"; do
+			if [[ " $(field "$m" 2) " == *" $a "* ]]; then
+				# shellcheck disable=SC2046 # parameters are PARAM=VALUE words
+				printf '%s\n' "$(field "$m" 1)" $(field "$m" 4)
+				break
+			fi
+		done
+	done
+}
+mapfile -t trace_args < <(module_args timely dx rust_dctcp)
 selftest cc_trace selftests/tcp_cc_trace.sh "${trace_args[@]}"
 
 # The delay-based controls' opt-in ECN answer (ecn_share=1): ECN requested whatever
 # net.ipv4.tcp_ecn says, dctcp's answer traced while the bottleneck marks, the -reno sibling
 # where the listener refuses ECN; with ecn_share 0, no ECN asked.
-share_args=()
-for m in "${MODULES[@]}"; do
-	case " $(field "$m" 2) " in *" timely "*|*" dx "*|*" swift "*)
-		# shellcheck disable=SC2206 # parameters are PARAM=VALUE words
-		share_args+=("$(field "$m" 1)" $(field "$m" 4)) ;;
-	esac
-done
+mapfile -t share_args < <(module_args timely dx swift)
 selftest ecn_share selftests/tcp_ecn_share.sh "${share_args[@]}"
 
 # Installed but not loaded: every algorithm autoloaded by a route's congctl (under RTNL), the
