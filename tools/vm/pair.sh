@@ -57,12 +57,7 @@ netdev() { # NAME SERVER(on|off): the guest's -netdev
 	fi
 }
 boot() { # NAME MAC SERVER
-	# la57=off: with 5-level paging, an interrupt during the boot CPU's identify_cpu(),
-	# which clears boot_cpu_data's capabilities and so, until it reads them again, makes
-	# pgtable_l5_enabled() false, finds KASAN's shadow bounds wrong and reports a
-	# wild-memory-access in do_raw_spin_lock() from handle_edge_irq() (a false report of the
-	# stock kernel; these guests' network device interrupts that early, run.sh's do not).
-	timeout -k 10 "$timeout_s" "${run_in[@]}" qemu-system-x86_64 -accel tcg,thread=multi -cpu max,la57=off -smp 2 -m 2G \
+	timeout -k 10 "$timeout_s" "${run_in[@]}" qemu-system-x86_64 -accel tcg,thread=multi -cpu "$VM_CPU" -smp 2 -m 2G \
 		-nographic -no-reboot -serial stdio -monitor none \
 		-kernel "$work/rx.img.vmlinuz" \
 		-append "root=/dev/vda rw console=ttyS0 init=/opt/rfl-tcp-cc/tools/vm/guest-init.sh panic=-1 rfl.job=pair_$1 rfl.gro=$rx_gro" \

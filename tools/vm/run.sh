@@ -39,7 +39,7 @@ passed=0 failed=0
 for suite in "${suites[@]}"; do
 	t0=$SECONDS
 	# -nic none: no network to the host. panic=-1 and -no-reboot: a panic ends QEMU.
-	timeout -k 10 "$timeout_s" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "$cpus" \
+	timeout -k 10 "$timeout_s" qemu-system-x86_64 -accel tcg,thread=multi -cpu "$VM_CPU" -smp "$cpus" \
 		-m "$mem" -nographic -no-reboot -nic none -serial stdio -monitor none \
 		-kernel "$work/root.img.vmlinuz" \
 		-append "root=/dev/vda rw console=ttyS0 init=/opt/rfl-tcp-cc/tools/vm/guest-init.sh panic=-1 rfl.job=$suite" \
