@@ -293,17 +293,41 @@ impl<const ECN: bool> SwiftCc<ECN> {
 
     /// This ACK's sample: the option's network RTT (with the endpoint delay where the
     /// kernel's RTT is usable), else the kernel's RTT once the option is absent or silent.
-    fn sample(st: &mut State, now_ns: u64, rs: &RateSample) -> Option<Sample> {
-        let kernel_rtt_ns = match rs.rtt_us {
-            Some(us) if !rs.is_ack_delayed => Some(u64::from(us) * 1000),
-            _ => None,
-        };
+    ///
+    /// A Linux receiver ACKs a second full segment at once (unless its application lags
+    /// behind: a real endpoint delay) but holds a lone one's ACK until the next segment or
+    /// its delayed-ACK timer (tens of ms). The stack flags an ACK of one segment shorter
+    /// than `mss_cache` as maybe delayed, which with the option's 8 bytes is every one. So
+    /// the hold of an ACK of one segment, or of one flagged, measures the receiver's ACK
+    /// policy when it is beyond the endpoint target: above two packets it gives no
+    /// endpoint delay (ACKs of two will come), and in the paced regime, where every
+    /// segment leaves alone and no ACK of two comes at a slow rate, it counts as none.
+    /// Otherwise a flow whose endpoint window fell below two packets (after a real hold)
+    /// stayed there: its pacer, slowed by that delay, kept segments alone, and their ACKs
+    /// never let the window grow (10 Gbit/s incasts' flows held at 2 Mbit/s;
+    /// docs/swift.md). Without the option the kernel's RTT is the fabric delay, except a
+    /// flagged ACK's, and a lone segment's in the paced regime.
+    fn sample(
+        st: &mut State,
+        law: &Law,
+        now_ns: u64,
+        rs: &RateSample,
+        paced: bool,
+    ) -> Option<Sample> {
+        let maybe_held = rs.is_ack_delayed || rs.acked_sacked <= 1;
+        let fallback_held = rs.is_ack_delayed || (paced && rs.acked_sacked <= 1);
+        let kernel_rtt_ns = rs.rtt_us.map(|us| u64::from(us) * 1000);
         let net_rtt_ns = core::mem::take(&mut st.pending_net_rtt_ns);
         if st.stamps && net_rtt_ns != 0 {
             st.stamped_ns = now_ns;
             let source = SampleSource::from_code(st.pending_source)?;
             let endpoint_ns = kernel_rtt_ns
-                .map(|k| u32::try_from(k.saturating_sub(net_rtt_ns.into())).unwrap_or(u32::MAX));
+                .map(|k| u32::try_from(k.saturating_sub(net_rtt_ns.into())).unwrap_or(u32::MAX))
+                .and_then(|e| match maybe_held && e >= law.p.endpoint_target_ns {
+                    false => Some(e),
+                    true if paced => Some(0),
+                    true => None,
+                });
             return Some(Sample {
                 source,
                 fabric_ns: net_rtt_ns,
@@ -317,7 +341,7 @@ impl<const ECN: bool> SwiftCc<ECN> {
         }
         Some(Sample {
             source: SampleSource::KernelRtt,
-            fabric_ns: u32::try_from(kernel_rtt_ns?).unwrap_or(u32::MAX),
+            fabric_ns: u32::try_from(kernel_rtt_ns.filter(|_| !fallback_held)?).unwrap_or(u32::MAX),
             endpoint_ns: None,
         })
     }
@@ -364,7 +388,8 @@ impl<const ECN: bool> Algorithm for SwiftCc<ECN> {
     fn cong_control(sk: &mut Sock<'_>, st: &mut State, _ack: u32, f: AckFlags, rs: &RateSample) {
         let law = law();
         let now_ns = sk.now_us().saturating_mul(1000);
-        let sample = Self::sample(st, now_ns, rs);
+        let paced = st.swift.cwnd_fp(&law) < u64::from(PACED_BELOW_PKTS) << FP_SHIFT;
+        let sample = Self::sample(st, &law, now_ns, rs, paced);
         let action = st
             .swift
             .on_ack(&law, now_ns, rs.acked_sacked, sample.as_ref());
@@ -503,14 +528,19 @@ mod tests {
     /// One ACK of one packet at `now_us` with a network RTT of `net_ns` and a kernel RTT of
     /// `rtt_us` (-1: none).
     fn stamped_ack(s: &mut TestSocket, now_us: u64, net_ns: u32, rtt_us: i32) {
+        stamped_acks(s, now_us, net_ns, rtt_us, 1);
+    }
+
+    /// The same for an ACK of `pkts` packets.
+    fn stamped_acks(s: &mut TestSocket, now_us: u64, net_ns: u32, rtt_us: i32, pkts: u32) {
         s.set_mss_and_clock(MSS, now_us);
         let d = DelaySample {
             source: DelaySource::Device,
             owd_ns: 12_345,
             net_rtt_ns: net_ns,
         };
-        s.pkts_acked_with_delay(1, rtt_us, 0, Some(d));
-        s.cong_control(1, rtt_us.into(), false, false);
+        s.pkts_acked_with_delay(pkts, rtt_us, 0, Some(d));
+        s.cong_control(pkts, rtt_us.into(), false, false);
     }
 
     fn rtt_ack(s: &mut TestSocket, now_us: u64, rtt_us: i32, delayed: bool) {
@@ -577,6 +607,32 @@ mod tests {
         Ok(())
     }
 
+    /// An ACK of one segment may have waited for the receiver's delayed-ACK timer: its
+    /// hold is not endpoint delay, and the pacer keeps the fabric's rate. An ACK of two
+    /// segments is sent at once: its hold is.
+    #[test]
+    fn a_lone_segments_ack_brings_no_endpoint_delay() -> Result {
+        let mut s = socket(true, 1)?;
+        // Fabric 80 us; the kernel's RTT 30 ms, a delayed ACK's hold.
+        let ack = |s: &mut TestSocket, now_us: u64, pkts: u32| {
+            stamped_acks(s, now_us, 80_000, 30_000, pkts);
+        };
+        // Fabric 80 us, above the target: the window drops below one packet, paced.
+        ack(&mut s, 1_001_000, 1);
+        let (mrtt_us, source, cwnd_256) = info(&mut s)?;
+        assert_eq!((mrtt_us, source), (80, 2 * 256));
+        assert!(cwnd_256 < 256 && s.cwnd() == PACED_BELOW_PKTS);
+        // At the law's window per 80 us (about 15 MB/s), not per 30 ms (about 40 KB/s).
+        let one_pkt_per_ms = u64::from(MSS) * 1000;
+        assert!(s.sock().pacing_rate_bytes_per_sec() > one_pkt_per_ms);
+        ack(&mut s, 1_001_100, 1);
+        assert!(s.sock().pacing_rate_bytes_per_sec() > one_pkt_per_ms);
+        // Two segments: the 30 ms is the receiver's, endpoint delay.
+        ack(&mut s, 1_001_200, 2);
+        assert!(s.sock().pacing_rate_bytes_per_sec() < one_pkt_per_ms);
+        Ok(())
+    }
+
     #[test]
     fn without_the_option_the_kernel_rtt_is_the_fabric_delay() -> Result {
         let mut s = socket(false, 10)?;
@@ -612,10 +668,11 @@ mod tests {
     fn endpoint_delay_limits_the_window() -> Result {
         let mut s = socket(true, 20)?;
         let mut now = 1_000_000;
-        // Fabric 20 us, kernel RTT 420 us: 400 us of endpoint delay against 100 us.
+        // Fabric 20 us, kernel RTT 420 us: 400 us of endpoint delay against 100 us, on
+        // ACKs of two segments (one's may be a delayed ACK's hold: not counted).
         for _ in 0..4 {
             now += 1_000;
-            stamped_ack(&mut s, now, 20_000, 420);
+            stamped_acks(&mut s, now, 20_000, 420, 2);
         }
         assert!(s.cwnd() <= 3);
         // The same with the ACK flagged as possibly delayed: no endpoint sample, so the

@@ -2,13 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0
 """The frontier: utilization against p99 queueing delay, each control at several values
 of its own knob (dctcp's K, paced and not; dx's headroom_ns; TIMELY's and patched TIMELY's
-delta and T_low; bbr and cubic as they come, and over fq), so that controls are compared
+delta and T_low; Swift's base_target_ns; bbr and cubic as they come, and over fq), so that controls are compared
 at equal utilization, not each at one setting.
 
 A frontier set is a base scenario (tools/bench/scenarios/frontier_<set>.json: the
 baselines, dctcp's K sweep as +kN and +fq+kN variants, and each project control at its
 default) and one scenario per module-parameter value (frontier_<set>_<knob>.json), as
-module parameters are a scenario's (`timely_params`, `dx_params`; incast16_10g_delta5 is
+module parameters are a scenario's (`timely_params`, `dx_params`, `swift_params`; incast16_10g_delta5 is
 the model). Every file names its set and knob in its `frontier` field.
 
     tools/bench/frontier.py --write    # (re)writes the frontier scenario files
@@ -21,7 +21,8 @@ import sys
 import netbench
 
 SCENARIOS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios")
-REPETITIONS = 3
+# Five runs each, randomized starts: issue 31's count for Swift against tuned dctcp.
+REPETITIONS = 5
 # The module defaults at 10 Gbit/s (rust/tcp_timely.rs, rust/core/src/dx.rs).
 TIMELY_DEFAULTS = {"delta_kbps": 10000, "t_low_us": 50}
 DX_HEADROOM_DEFAULT = 20000
@@ -29,6 +30,9 @@ DX_SLACK_NS = 5000
 DELTAS = [2500, 5000, 20000]
 T_LOWS = [25, 100]
 HEADROOMS = [5000, 10000, 40000]
+# Swift's fabric target (rust/core/src/swift.rs: 50 us by default) below and above it.
+SWIFT_TARGET_DEFAULT = 50000
+SWIFT_TARGETS = [35000, 75000, 100000]
 # dctcp's K per MTU (packets): the scenario's default first, then the sweep. At 1500
 # the DCTCP paper's 65 packets for 10 Gbit/s; at 9000 the bench's 11 frames.
 K_SWEEP = {1500: (65, [5, 10, 20, 40, 100]), 9000: (11, [2, 5, 20, 40])}
@@ -47,7 +51,8 @@ WALL_S = {("incast16", 9000): (18, 33, 82), ("incast16", 1500): (107, 196, 488),
 def base_algos(mtu):
     k_default, ks = K_SWEEP[mtu]
     return (["cubic", "cubic+fq", "bbr", "bbr+fq", "dctcp"] + [f"dctcp+k{k}" for k in ks]
-            + ["dctcp+fq"] + [f"dctcp+fq+k{k}" for k in ks] + ["timely", "timely_patched", "dx"])
+            + ["dctcp+fq"] + [f"dctcp+fq+k{k}" for k in ks]
+            + ["timely", "timely_patched", "dx", "swift"])
 
 
 def sets():
@@ -90,16 +95,21 @@ def scenario_files():
             description=what + f"The baselines as they come and over fq, dctcp's K swept "
             f"(default {k_default}, and {', '.join(map(str, K_SWEEP[mtu][1]))}) unpaced and "
             f"paced, TIMELY and patched TIMELY with the module's defaults (delta 10 Mbit/s, "
-            f"T_low 50 us), dx with headroom {DX_HEADROOM_DEFAULT} ns. {cost}")
+            f"T_low 50 us), dx with headroom {DX_HEADROOM_DEFAULT} ns, Swift with its default "
+            f"target ({SWIFT_TARGET_DEFAULT} ns). {cost}")
         for knob, values, algos in (("delta_kbps", DELTAS, ["timely", "timely_patched"]),
                                     ("t_low_us", T_LOWS, ["timely", "timely_patched"]),
-                                    ("headroom_ns", HEADROOMS, ["dx"])):
+                                    ("headroom_ns", HEADROOMS, ["dx"]),
+                                    ("base_target_ns", SWIFT_TARGETS, ["swift"])):
             for v in values:
-                short = {"delta_kbps": "delta", "t_low_us": "tlow", "headroom_ns": "headroom"}[knob]
+                short = {"delta_kbps": "delta", "t_low_us": "tlow", "headroom_ns": "headroom",
+                         "base_target_ns": "target"}[knob]
                 sc = dict(base, name=f"frontier_{name}_{short}{v}", algos=algos,
                           frontier={"set": name, "knob": f"{knob}={v}"})
                 if knob == "headroom_ns":
                     sc["dx_params"] = f"headroom_ns={v} base_rtt_slack_ns={min(DX_SLACK_NS, v)}"
+                elif knob == "base_target_ns":
+                    sc["swift_params"] = f"{knob}={v}"
                 else:
                     sc["timely_params"] = f"{knob}={v}"
                 sc["description"] = what + f"{' and '.join(algos)} with {knob}={v}. {cost}"
@@ -132,6 +142,9 @@ def knob_of(sc, algo):
     if base == "dx":
         m = re.search(r"(?:^|\s)headroom_ns=(\d+)", sc.get("dx_params", ""))
         return f"headroom_ns={m.group(1) if m else DX_HEADROOM_DEFAULT}"
+    if base == "swift":
+        m = re.search(r"(?:^|\s)base_target_ns=(\d+)", sc.get("swift_params", ""))
+        return f"base_target_ns={m.group(1) if m else SWIFT_TARGET_DEFAULT}"
     if base in netbench.STAMP_ALGOS:
         return sc.get("frontier", {}).get("knob", "defaults")
     return "-"

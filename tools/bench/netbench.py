@@ -43,7 +43,7 @@ BASE_PORT = 5201
 FCT_PORT = 6000
 ECN_ALGOS = {"dctcp", "rust_dctcp"}
 # Controls that use the delay-stamp option (patches/0009).
-STAMP_ALGOS = {"dx", "timely", "timely_patched"}
+STAMP_ALGOS = {"dx", "swift", "timely", "timely_patched"}
 SAMPLE_S = 0.01
 TCPI_OPT_ECN = 8
 # The DS field of mix 1's flows with "class_queues" (CS1).
@@ -334,9 +334,10 @@ class Sampler(threading.Thread):
 def controller_rtt(so):
     """The RTT the controller itself acts on, and the source of its samples (1 hardware
     stamps, 2 software stamps, 3 the kernel's RTT), for this project's controllers:
-    TIMELY's last completion RTT; dx's base RTT plus its last round's queuing delay."""
+    TIMELY's last completion RTT; dx's base RTT plus its last round's queuing delay;
+    Swift's last fabric delay (docs/swift.md, "What ss -ti shows")."""
     cc = so.get("cc", "")
-    if "cc_min_rtt_us" not in so or not (cc.startswith("timely") or cc == "dx"):
+    if "cc_min_rtt_us" not in so or not (cc.startswith(("timely", "swift")) or cc == "dx"):
         return {}
     rtt = so["cc_min_rtt_us"]
     if cc == "dx":

@@ -23,7 +23,8 @@ def raw_path(raw, sc, algo, rep):
 
 def ok_result(path):
     try:
-        return json.load(open(path)).get("ok", False)
+        with open(path) as f:
+            return json.load(f).get("ok", False)
     except (OSError, ValueError):
         return False
 

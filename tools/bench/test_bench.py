@@ -538,7 +538,8 @@ class Frontier(unittest.TestCase):
                     (base, "dctcp+k2", 9300.0, 3), (base, "dctcp+fq+k5", 9860.0, 8),
                     (base, "timely_patched", 9850.0, 12), (base, "dx", 9700.0, 4),
                     (base + "_delta5000", "timely_patched", 9830.0, 9),
-                    (base + "_headroom5000", "dx", 9400.0, 2)]:
+                    (base + "_headroom5000", "dx", 9400.0, 2),
+                    (base, "swift", 9880.0, 6), (base + "_target100000", "swift", 9910.0, 9)]:
                 r = stamp_run(name, algo, mbps, (q // 2, q), rep=rep_)
                 r.pop("queue_p99_us", None)
                 d = os.path.join(self.paths.raw, name)
@@ -567,6 +568,9 @@ class Frontier(unittest.TestCase):
                          "t_low_us=25")
         self.assertEqual(files["frontier_dx_bdp_10g_100us_headroom40000.json"]["dx_params"],
                          "headroom_ns=40000 base_rtt_slack_ns=5000")
+        self.assertIn("swift", base["algos"])
+        self.assertEqual(files["frontier_incast64_10g_mtu9000_target75000.json"]["swift_params"],
+                         "base_target_ns=75000")
 
     def test_points_pareto_and_equal_utilization(self):
         results = {}
@@ -578,7 +582,9 @@ class Frontier(unittest.TestCase):
         self.assertEqual(set(by), {("cubic", "-"), ("dctcp", "K=11"), ("dctcp", "K=2"),
                                    ("dctcp+fq", "K=5"), ("timely_patched", "defaults"),
                                    ("dx", "headroom_ns=20000"), ("dx", "headroom_ns=5000"),
-                                   ("timely_patched", "delta_kbps=5000")})
+                                   ("timely_patched", "delta_kbps=5000"),
+                                   ("swift", "base_target_ns=50000"),
+                                   ("swift", "base_target_ns=100000")})
         self.assertEqual(by[("dctcp", "K=11")]["q99_us"], 144.2)  # 20 x 9014 x 8 / 10000
         self.assertEqual(by[("dx", "headroom_ns=5000")]["util"], 94.8)  # 9400 / 9918.0
         on = {k for k, p in by.items() if p["pareto"]}
@@ -586,10 +592,14 @@ class Frontier(unittest.TestCase):
         # as much with a shorter one; dctcp+fq K=5 at 99.3%; dx at 97.8% with 4 frames.
         # patched TIMELY at delta 5 Mbit/s (99.1%, 65 us) is behind dctcp+fq K=5 (99.3%,
         # 58 us); dctcp K=2 (93.7%, 22 us) behind dx at 5 us of headroom (94.8%, 14 us).
-        self.assertEqual(on, {("dctcp", "K=11"), ("dctcp+fq", "K=5"), ("dx", "headroom_ns=20000"),
-                              ("dx", "headroom_ns=5000")})
+        # Swift at its default target (99.6%, 6 frames) puts dctcp+fq K=5 and dctcp K=11
+        # off the frontier; at 100 us (99.9%, 9 frames) it fills more than cubic.
+        self.assertEqual(on, {("dx", "headroom_ns=20000"), ("dx", "headroom_ns=5000"),
+                              ("swift", "base_target_ns=50000"),
+                              ("swift", "base_target_ns=100000")})
         best = frontier.best_at(pts, 99.0)
         self.assertEqual(best["dctcp+fq"]["knob"], "K=5")
+        self.assertEqual(best["swift"]["knob"], "base_target_ns=50000")
         self.assertIsNone(best["dx"])
         self.assertEqual(frontier.best_at(pts, 95.0)["dx"]["knob"], "headroom_ns=20000")
 
@@ -601,7 +611,9 @@ class Frontier(unittest.TestCase):
             text = f.read()
         section = text.split("### frontier_incast16_10g_mtu9000\n", 1)[1].split("\n### ", 1)[0]
         self.assertIn("## Frontier: utilization against queueing delay", text)
-        self.assertIn("| dctcp+fq | K=5 | 2/2 | 99.3% | 58 | * | abc1234 |", section)
+        self.assertIn("| dctcp+fq | K=5 | 2/2 | 99.3% | 58 |  | abc1234 |", section)
+        self.assertIn("| swift | base_target_ns=50000 | 2/2 | 99.6% | 43 | * | abc1234 |",
+                      section)
         self.assertIn("| cubic | - | 2/2 | 99.7% | 1370 |  | abc1234 |", section)
         self.assertIn("| dx | 29 us (headroom_ns=20000) * | not reached |", section)
         self.assertIn("| timely_patched | 65 us (delta_kbps=5000) | 65 us (delta_kbps=5000) |",

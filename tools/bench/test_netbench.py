@@ -117,5 +117,26 @@ class Senders(unittest.TestCase):
             self.assertFalse(sc.get("preconnect"))
 
 
+class StampControls(unittest.TestCase):
+    """Every control that acts on the delay-stamp option gets it offered, and its own RTT
+    recorded (Swift's was missing: its ecn_share_10g rows at da86712 ran on the kernel RTT)."""
+
+    def test_each_stamp_control_offers_the_option(self):
+        for cc in ("timely", "timely_patched", "dx", "swift"):
+            self.assertEqual(netbench.sender_commands({}, {}, [cc]),
+                             ["ip netns exec cli sysctl -qw net.ipv4.tcp_delay_stamps=2"], cc)
+        self.assertEqual(netbench.sender_commands({}, {}, ["dctcp"]), [])
+
+    def test_controller_rtt(self):
+        so = {"cc_min_rtt_us": 50, "cc_pacing_gain": 2 * 256, "cc_cwnd_gain": 10 * 256}
+        self.assertEqual(netbench.controller_rtt(dict(so, cc="swift")),
+                         {"ctl_rtt_us": 50, "ctl_source": 2})
+        self.assertEqual(netbench.controller_rtt(dict(so, cc="swift-reno")),
+                         {"ctl_rtt_us": 50, "ctl_source": 2})
+        self.assertEqual(netbench.controller_rtt(dict(so, cc="dx")),
+                         {"ctl_rtt_us": 60, "ctl_source": 2})
+        self.assertEqual(netbench.controller_rtt(dict(so, cc="bbr")), {})
+
+
 if __name__ == "__main__":
     unittest.main()
