@@ -16,7 +16,8 @@ flow's start, CLOCK_MONOTONIC `t0 + start_s` (the caller's clock origin), and se
 as the socket takes data until `t0 + stop_s`. It writes, per flow, the control the socket
 used, its start and stop, bytes ACKed (tcp_info), retransmissions and mean rate.
 
-The server discards what arrives, one event loop for every connection.
+The server discards what arrives, one event loop for every connection; with --read-mbps
+it reads no faster than that (a slow receiver, for Swift's endpoint window).
 """
 import argparse
 import json
@@ -33,8 +34,32 @@ import tcpserver  # noqa: E402
 CHUNK = 64 * 1024
 
 
-def serve(port, count):
-    server = tcpserver.TcpServer(range(port, port + count), backlog=16, recv_bytes=1 << 20)
+class SlowReader(tcpserver.TcpServer):
+    """A receiver that cannot keep up (issue 31's endpoint congestion): the application
+    reads every connection together at `read_mbps` at most, sleeping in its one loop when
+    ahead; what it has not read waits in the sockets' receive queues, and the kernel holds
+    ACKs while the window they would advertise shrinks."""
+
+    def __init__(self, ports, read_mbps):
+        super().__init__(ports, backlog=16, recv_bytes=CHUNK)
+        self.bytes_per_s = read_mbps * 1e6 / 8
+        self.read = 0
+        self.t0 = None
+
+    def received(self, conn, state, data):
+        now = time.monotonic()
+        if self.t0 is None:
+            self.t0 = now
+        self.read += len(data)
+        ahead_s = self.read / self.bytes_per_s - (now - self.t0)
+        if ahead_s > 0:
+            time.sleep(ahead_s)
+
+
+def serve(port, count, read_mbps=None):
+    ports = range(port, port + count)
+    server = (SlowReader(ports, read_mbps) if read_mbps else
+              tcpserver.TcpServer(ports, backlog=16, recv_bytes=1 << 20))
     print("listening", flush=True)
     server.run()  # discards what arrives
 
@@ -89,6 +114,8 @@ def main():
     srv = sub.add_parser("server")
     srv.add_argument("--port", type=int, required=True)
     srv.add_argument("--count", type=int, required=True)
+    srv.add_argument("--read-mbps", type=float,
+                     help="read at most this rate, every connection together (a slow receiver)")
     cli = sub.add_parser("client")
     cli.add_argument("--dst", required=True)
     cli.add_argument("--port", type=int, required=True)
@@ -97,7 +124,7 @@ def main():
     cli.add_argument("--out", required=True)
     a = p.parse_args()
     if a.cmd == "server":
-        serve(a.port, a.count)
+        serve(a.port, a.count, a.read_mbps)
     else:
         client(a.dst, a.port, json.loads(a.schedule), a.t0, a.out)
     return 0

@@ -644,7 +644,9 @@ def run_scenario(sc, algo, log=print, rep=0):
             sys.exit("error: preconnect supports neither mixed controls nor class queues")
         bulk_srv = subprocess.Popen(
             ["ip", "netns", "exec", "srv", "python3", BULKFLOW, "server", "--port",
-             str(BASE_PORT), "--count", str(len(flows))],
+             str(BASE_PORT), "--count", str(len(flows))]
+            + (["--read-mbps", str(sc["receiver_read_mbps"])]
+               if sc.get("receiver_read_mbps") else []),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         bulk_srv.stdout.readline()  # "listening"
     for i in range(0 if preconnect else 1 if uniform else len(flows)):

@@ -50,6 +50,9 @@ GROUPS = [
     ("coexistence", "Coexistence: mixed controls on one bottleneck",
      "How does TIMELY share a bottleneck with cubic or dctcp: in one drop-tail FIFO, in an "
      "ECN-marking queue, or each control in its own class?"),
+    ("endpoint", "Endpoint congestion: a receiver that cannot keep up",
+     "When the receiving host, not the network, is the bottleneck, does each control hold "
+     "the network's queue empty, and does Swift's endpoint window limit the flows?"),
     ("fct", "FCT: flow completion times",
      "How long do the flows of a web-search workload take, by size, under each control?"),
     ("dx", "DX: the DX paper's testbed",
@@ -60,7 +63,8 @@ GROUPS = [
      "datacenter RTT, under each control?"),
     ("frontier", "Frontier: utilization against queueing delay, each control at each knob value",
      "At equal utilization, which control holds the shortest queue, each swept over its "
-     "own knob (dctcp's K paced and not, dx's headroom, TIMELY's delta and T_low; cubic "
+     "own knob (dctcp's K paced and not, dx's headroom, TIMELY's delta and T_low, Swift's "
+     "target; cubic "
      "and bbr as they come and over fq), for 16 and 64 flows at 10 Gbit/s with MTU 1500 "
      "and 9000, and dx where the bandwidth-delay product is many packets per flow?"),
     ("timely", "TIMELY studies: settings and patches",

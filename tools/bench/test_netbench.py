@@ -138,5 +138,28 @@ class StampControls(unittest.TestCase):
         self.assertEqual(netbench.controller_rtt(dict(so, cc="bbr")), {})
 
 
+class SlowReceiver(unittest.TestCase):
+    """Issue 31 item 3: the bulk server reads every connection together no faster than
+    --read-mbps (on a fake clock: the reader sleeps exactly as far as it is ahead)."""
+
+    def test_reads_no_faster_than_its_rate(self):
+        from unittest import mock
+        import bulkflow
+        clock = [100.0]
+        with mock.patch.object(bulkflow.time, "monotonic", lambda: clock[0]), \
+                mock.patch.object(bulkflow.time, "sleep",
+                                  lambda s: clock.__setitem__(0, clock[0] + s)):
+            r = bulkflow.SlowReader([], read_mbps=8)  # 1 MB/s, no listening port
+            for _ in range(10):
+                r.received(None, None, b"x" * 100_000)
+            # 1 MB read: 1 s from the first read on (the first chunk is free).
+            self.assertAlmostEqual(clock[0], 101.0)
+            clock[0] += 5  # idle: the reader may catch up, no faster than on average
+            r.received(None, None, b"x" * 2_000_000)
+            self.assertAlmostEqual(clock[0], 106.0)  # 3 MB in 6 s: behind, no sleep
+            r.received(None, None, b"x" * 4_000_000)
+            self.assertAlmostEqual(clock[0], 107.0)  # 7 MB: 1 s ahead
+
+
 if __name__ == "__main__":
     unittest.main()
