@@ -55,7 +55,9 @@
 //!   ends a run of timeouts; samples of 0 or above [`MAX_DELAY_NS`] are ignored and counted;
 //! - `acked` above [`MAX_ACKED_PKTS`] counts as that (a stretch ACK of more is a burst the
 //!   additive increase must not multiply);
-//! - no slow start (the paper has none): a flow starts at the stack's initial window.
+//! - no slow start (the paper has none): a flow starts at the stack's initial window;
+//! - the endpoint window grows no further than the fabric window (above it, it does not
+//!   bind; the paper lets it grow unchecked).
 
 use super::fixed::{mul_div, PPM};
 use super::param::{ParamError, ParamSpec};
@@ -574,7 +576,13 @@ impl Swift {
                 if next < ecwnd {
                     self.endpoint_decreased_ns = now_ns;
                 }
-                self.ecwnd_fp = next;
+                // Growth stops at the fabric window: above it the endpoint window does not
+                // bind, and unchecked it would run to max_cwnd while the fabric one limits.
+                self.ecwnd_fp = if next > ecwnd {
+                    next.min(self.fcwnd_fp.max(ecwnd))
+                } else {
+                    next
+                };
                 step
             }
             _ => {
@@ -1157,6 +1165,31 @@ mod tests {
         assert!(s.fcwnd_fp() > w);
         // A clock that went back allows a decrease.
         assert_eq!(s.on_ack(&l, 5, 1, Some(&high)).fabric, Step::Decrease);
+    }
+
+    #[test]
+    fn endpoint_window_grows_no_further_than_the_fabric_window() {
+        let l = law();
+        let mut s = Swift::new(&l, 10);
+        let mut now = 1_000_000 * US;
+        // Fabric above its target (held or cut), endpoint delay nil: only the endpoint
+        // window would grow (2,000 increases); it stays at its own 10 packets, above the
+        // fabric window, and is not cut by the cap either.
+        for _ in 0..2_000 {
+            now += 10 * US;
+            s.on_ack(&l, now, 1, Some(&stamped(200_000, 0)));
+            assert!(s.ecwnd_fp() <= pkts(10.0).max(s.fcwnd_fp()));
+        }
+        assert!(s.fcwnd_fp() < pkts(1.0));
+        assert_eq!(s.ecwnd_fp(), pkts(10.0));
+        // Both below their targets, from the same window: they grow together.
+        let mut s = Swift::new(&l, 2);
+        for _ in 0..200 {
+            now += 10 * US;
+            s.on_ack(&l, now, 1, Some(&stamped(20_000, 0)));
+            assert_eq!(s.ecwnd_fp(), s.fcwnd_fp());
+        }
+        assert!(s.fcwnd_fp() > pkts(3.0));
     }
 
     #[test]
