@@ -545,7 +545,8 @@ SOURCE_NAMES = {1: "hardware stamps", 2: "software stamps", 3: "kernel RTT"}
 
 def ctl_rows(rs):
     """The RTT this project's controllers act on (`ss -ti`'s BBR words, sampled with the
-    flows): TIMELY's completion RTT, dx's base RTT plus queuing delay; median (min-max) of
+    flows): TIMELY's completion RTT, dx's base RTT plus queuing delay, Swift's fabric delay
+    (the network RTT); median (min-max) of
     the runs' p50 and p99, and the sources of the samples."""
     rows, rows_runs = [], []
     for algo in dict.fromkeys(r["algo"] for r in rs):
@@ -561,7 +562,8 @@ def ctl_rows(rs):
     if not rows:
         return []
     return ["", "The RTT the controller acts on (TIMELY: its completion RTT; dx: base RTT plus "
-            "queuing delay), from `ss -ti`'s words, median (min-max) over the runs:", "",
+            "queuing delay; Swift: its fabric delay, the network RTT), from `ss -ti`'s words, "
+            "median (min-max) over the runs:", "",
             "| algorithm | runs | controller RTT p50 us | p99 us | sources | commit |",
             "|---|---:|---:|---:|---|---|"] + rows + commit_notes(rows_runs)
 
