@@ -138,6 +138,16 @@ class StampControls(unittest.TestCase):
         self.assertEqual(netbench.controller_rtt(dict(so, cc="bbr")), {})
 
 
+class EcnFallback(unittest.TestCase):
+    def test_ecn_share_sibling_counts_as_the_control(self):
+        _, share = netbench.split_mix("swift+ecnshare/cubic")
+        self.assertTrue(netbench.same_control("swift-reno", "swift", share))
+        self.assertTrue(netbench.same_control("dx", "dx", share))
+        self.assertFalse(netbench.same_control("cubic", "swift", share))
+        _, plain = netbench.split_mix("swift/cubic")
+        self.assertFalse(netbench.same_control("swift-reno", "swift", plain))
+
+
 class SlowReceiver(unittest.TestCase):
     """Issue 31 item 3: the bulk server reads every connection together no faster than
     --read-mbps (on a fake clock: the reader sleeps exactly as far as it is ahead)."""
