@@ -224,6 +224,11 @@ const SILENT_MIN_NS: u64 = 1_000_000;
 
 /// Below this window (packets) cwnd is `PACED_BELOW_PKTS` and the pacer sets the rate.
 const PACED_BELOW_PKTS: u32 = 2;
+
+/// Whether the law's window `w_fp` is in the paced regime (below `PACED_BELOW_PKTS`).
+fn paced(w_fp: u64) -> bool {
+    w_fp < u64::from(PACED_BELOW_PKTS) << FP_SHIFT
+}
 /// Above it, the pacing rate is this many times the window per RTT.
 const PACING_GAIN: u64 = 2;
 
@@ -255,9 +260,8 @@ impl<const ECN: bool> SwiftCc<ECN> {
     fn apply(sk: &mut Sock<'_>, st: &State, law: &Law) {
         let w_fp = st.swift.cwnd_fp(law);
         let mss = sk.mss();
-        let paced_fp = u64::from(PACED_BELOW_PKTS) << FP_SHIFT;
         let (cwnd, rate) = match st.swift.paced_rate_bytes_per_sec(law, mss) {
-            Some(rate) if w_fp < paced_fp => (PACED_BELOW_PKTS, rate.max(1)),
+            Some(rate) if paced(w_fp) => (PACED_BELOW_PKTS, rate.max(1)),
             Some(rate) => (
                 u32::try_from(w_fp >> FP_SHIFT).unwrap_or(u32::MAX),
                 rate.saturating_mul(PACING_GAIN),
@@ -391,8 +395,7 @@ impl<const ECN: bool> Algorithm for SwiftCc<ECN> {
     fn cong_control(sk: &mut Sock<'_>, st: &mut State, _ack: u32, f: AckFlags, rs: &RateSample) {
         let law = law();
         let now_ns = sk.now_us().saturating_mul(1000);
-        let paced = st.swift.cwnd_fp(&law) < u64::from(PACED_BELOW_PKTS) << FP_SHIFT;
-        let sample = Self::sample(st, &law, now_ns, rs, paced);
+        let sample = Self::sample(st, &law, now_ns, rs, paced(st.swift.cwnd_fp(&law)));
         let action = st
             .swift
             .on_ack(&law, now_ns, rs.acked_sacked, sample.as_ref());

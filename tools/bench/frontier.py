@@ -2,14 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0
 """The frontier: utilization against p99 queueing delay, each control at several values
 of its own knob (dctcp's K, paced and not; dx's headroom_ns; TIMELY's and patched TIMELY's
-delta and T_low; Swift's base_target_ns; bbr and cubic as they come, and over fq), so that controls are compared
-at equal utilization, not each at one setting.
+delta and T_low; Swift's base_target_ns; bbr and cubic as they come, and over fq), so that
+controls are compared at equal utilization, not each at one setting.
 
 A frontier set is a base scenario (tools/bench/scenarios/frontier_<set>.json: the
 baselines, dctcp's K sweep as +kN and +fq+kN variants, and each project control at its
 default) and one scenario per module-parameter value (frontier_<set>_<knob>.json), as
-module parameters are a scenario's (`timely_params`, `dx_params`, `swift_params`; incast16_10g_delta5 is
-the model). Every file names its set and knob in its `frontier` field.
+module parameters are a scenario's (`timely_params`, `dx_params`, `swift_params`;
+incast16_10g_delta5 is the model). Every file names its set and knob in its `frontier`
+field.
 
     tools/bench/frontier.py --write    # (re)writes the frontier scenario files
 """
@@ -33,6 +34,10 @@ HEADROOMS = [5000, 10000, 40000]
 # Swift's fabric target (rust/core/src/swift.rs: 50 us by default) below and above it.
 SWIFT_TARGET_DEFAULT = 50000
 SWIFT_TARGETS = [35000, 75000, 100000]
+# The controls whose one knob a point names from its scenario's module parameters, even at
+# the default: the parameters' field, the knob, its default.
+OWN_KNOB = {"dx": ("dx_params", "headroom_ns", DX_HEADROOM_DEFAULT),
+            "swift": ("swift_params", "base_target_ns", SWIFT_TARGET_DEFAULT)}
 # dctcp's K per MTU (packets): the scenario's default first, then the sweep. At 1500
 # the DCTCP paper's 65 packets for 10 Gbit/s; at 9000 the bench's 11 frames.
 K_SWEEP = {1500: (65, [5, 10, 20, 40, 100]), 9000: (11, [2, 5, 20, 40])}
@@ -139,12 +144,10 @@ def knob_of(sc, algo):
     base, variant = netbench.split_algo(algo)
     if base in netbench.ECN_ALGOS:
         return f"K={variant.get('ecn_k', sc.get('ecn_k_pkts'))}"
-    if base == "dx":
-        m = re.search(r"(?:^|\s)headroom_ns=(\d+)", sc.get("dx_params", ""))
-        return f"headroom_ns={m.group(1) if m else DX_HEADROOM_DEFAULT}"
-    if base == "swift":
-        m = re.search(r"(?:^|\s)base_target_ns=(\d+)", sc.get("swift_params", ""))
-        return f"base_target_ns={m.group(1) if m else SWIFT_TARGET_DEFAULT}"
+    if base in OWN_KNOB:
+        params, knob, default = OWN_KNOB[base]
+        m = re.search(rf"(?:^|\s){knob}=(\d+)", sc.get(params, ""))
+        return f"{knob}={m.group(1) if m else default}"
     if base in netbench.STAMP_ALGOS:
         return sc.get("frontier", {}).get("knob", "defaults")
     return "-"

@@ -792,7 +792,7 @@ def run_scenario(sc, algo, log=print, rep=0):
     wrong = [(f["cc"], a) for f, a in zip(per_flow, asked)
              if "cc" in f and not same_control(f["cc"], a, variant)]
     res["ecn_fallback_flows"] = sum(1 for f, a in zip(per_flow, asked)
-                                    if f.get("cc") not in (None, a))
+                                    if f.get("cc") == f"{a}-reno")
     if errors:
         res["error"] = "; ".join(errors)[:500]
     elif wrong:
