@@ -7,7 +7,9 @@
 //! `net.ipv4.tcp_rc3`), under whatever congestion control; unloading it stops the loop.
 //! Levels grow geometrically, as the thesis's "40 packets, then 400, then 4000": `levels`
 //! numbers `first_level_pkts * level_factor^i`, read as cumulative bounds or as level sizes
-//! (`reading`, the thesis's two readings, see `core/src/rc3.rs`).
+//! (`reading`, the thesis's two readings, see `core/src/rc3.rs`). The copies leave outside
+//! the congestion window, so the loop paces them at `line_rate_mbps` and schedules at most
+//! one minimum RTT of them ahead: one bandwidth-delay product per walk.
 
 use kernel::net::tcp::rc3::{Policy, Registration};
 use kernel::prelude::*;
@@ -57,6 +59,11 @@ module! {
             description: "[0, 1]; 0: every level Lower-Effort (DSCP 1), 1: level n at DSCP 4n-1",
             permissions: 0o444,
         },
+        line_rate_mbps: u32 {
+            default: crate::cc_core::rc3::spec::LINE_RATE_MBPS.default,
+            description: "[1, 1600000]; the line rate (Mbit/s) the copies are paced at, one BDP per walk",
+            permissions: 0o444,
+        },
     },
 }
 
@@ -73,6 +80,8 @@ fn policy() -> Result<Policy> {
     module_params::check(spec::READING.check(reading))?;
     let dscp_map = m::dscp_map.value();
     module_params::check(spec::DSCP_MAP.check(dscp_map))?;
+    let line_rate_mbps = m::line_rate_mbps.value();
+    module_params::check(spec::LINE_RATE_MBPS.check(line_rate_mbps))?;
     // Every value in the specs' ranges has a meaning (host-tested).
     let reading = Reading::from_u32(reading).ok_or(ERANGE)?;
     let dscp = DscpMap::from_u32(dscp_map).ok_or(ERANGE)?;
@@ -87,13 +96,18 @@ fn policy() -> Result<Policy> {
         pr_err!("invalid levels: {}\n", format_args!("{e}"));
         EINVAL
     })?;
-    Policy::new(bounds.upper_pkts(), &dscp.values()[..levels as usize])
+    Policy::new(bounds.upper_pkts(), &dscp.values()[..levels as usize])?
+        .with_line_rate(line_rate_mbps)
 }
 
 impl kernel::Module for Rc3Policy {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let policy = policy()?;
-        pr_info!("{} levels\n", policy.levels());
+        pr_info!(
+            "{} levels, copies paced at {} Mbit/s\n",
+            policy.levels(),
+            policy.line_rate_mbps()
+        );
         Ok(Rc3Policy {
             _registration: Registration::new(&policy)?,
         })

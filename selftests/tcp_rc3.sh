@@ -42,7 +42,7 @@ OTHER_CCS="dctcp timely timely_patched dx swift"
 selftest_dir
 BYTES=300000
 
-ktap_plan 46
+ktap_plan 52
 dmesg -C
 
 check "rejects levels=16" rejects_param "$ko" levels levels=16
@@ -138,6 +138,20 @@ else:
         s.sendall(data[:1])
         time.sleep(0.1)
         s.sendall(data[1:])
+    elif sys.argv[5] == "gate":
+        # "gate": as "warm", then say so in GATE.ready and write the rest only once the
+        # file GATE (argument 7) exists: the test stops the receiver's ACKs in between.
+        s.sendall(data[:1])
+        time.sleep(0.2)
+        open(sys.argv[7] + ".ready", "w").close()
+        while not os.path.exists(sys.argv[7]):
+            time.sleep(0.01)
+        rest, sends = memoryview(data)[1:], []
+        while rest:
+            k = s.send(rest)
+            sends.append((time.monotonic(), k))
+            rest = rest[k:]
+        open(sys.argv[7] + ".sends", "w").write(" ".join(f"{k}@{t - sends[0][0]:.4f}" for t, k in sends))
     else:
         s.sendall(data)
     s.shutdown(socket.SHUT_WR)
@@ -320,18 +334,104 @@ for cc in $OTHER_CCS; do
 	diag "$(not_credited "on_$cc")"
 done
 
+# bottleneck QDISC...: the bottleneck's queue (under the dumbbell's htb class 1:1) made
+# anew: `tc qdisc replace` keeps a handle's kind, and refuses another.
+bottleneck() {
+	tc -n $NS_RTR qdisc del dev r1 parent 1:1 handle 10: &&
+		tc -n $NS_RTR qdisc add dev r1 parent 1:1 handle 10: "$@"
+}
 # Forward path: 1% loss and reordering at the bottleneck.
-tc -n $NS_RTR qdisc replace dev r1 parent 1:1 handle 10: netem delay 200us reorder 25% 50% loss 1% limit 1000
+bottleneck netem delay 200us reorder 25% 50% loss 1% limit 1000 || diag "netem refused"
 check "rc3: transfer intact through 1% loss and reordering" transfer lossy
-tc -n $NS_RTR qdisc replace dev r1 parent 1:1 handle 10: netem delay 200us loss 0.1% limit 1000
+bottleneck netem delay 200us loss 0.1% limit 1000 || diag "netem refused"
 check "rc3: transfer intact through 0.1% loss" transfer lossy01
-tc -n $NS_RTR qdisc replace dev r1 parent 1:1 handle 10: pfifo limit 1000
+bottleneck pfifo limit 1000
 diag "loss: $(taken lossy) and $(taken lossy01) packets taken by ACK bumps or skipped at 1% and 0.1%"
 
 # No priority anywhere (the copies compete equally with TCP's packets, at the sender too).
 tc -n $NS_CLI qdisc del dev c0 root
 check "rc3, no priority queue anywhere: transfer intact" transfer fifo
 check "rc3, no priority queue anywhere: sent at low priority" test "$(delta fifo 1 ctr)" -gt 0
+
+# The loop's budget on the hosts' default qdiscs (patch rc3/0012): with fq or fq_codel at
+# the sender's egress, the copies share the socket's flow queue with TCP's packets, so the
+# loop paces them at the policy's line rate (50 Mbit/s here, below the 100 Mbit/s
+# bottleneck) and a walk schedules at most one minimum RTT of them ahead: one BDP. With
+# the receiver's ACKs stopped, no later walk runs, and TCPRC3Sent counts the first walk's
+# copies alone: at most one BDP at the line rate and the skb that crosses it (with 20 ms
+# more of delay, about 86 + 45 packets; the loop without a budget sent the whole 1 MB
+# tail, some 690). Once the ACKs
+# flow again, later walks send more where the first one stopped (TcpExt TCPRC3Budget).
+# fq honours the copies' departure times and puts TCP's earlier ones before them;
+# fq_codel ignores them, so there the copies leave together, one BDP at most per walk.
+rmmod tcp_rc3
+insmod "$ko" levels=3 first_level_pkts=20 level_factor=4 dscp_map=1 line_rate_mbps=50 ||
+	diag "insmod line_rate_mbps=50 failed"
+bottleneck netem delay 20ms limit 10000 || diag "netem refused"
+budget_bytes=1000000 budget_rate_mbps=50
+# budget_run NAME: a 1 MB transfer whose rest is written while the receiver's ACKs are
+# dropped for a second (its egress netem, the dumbbell's 500 us, with 100% loss); in $out/NAME.*: the counters TCPRC3Sent and
+# TCPRC3Budget before (ctr0), after the first walk (ctrw) and at the end (ctr1), the
+# connection's minimum RTT in us (minrtt), fq's throttled count before and after (thr0,
+# thr1).
+budget_counters() { tcpext $NS_CLI TCPRC3Sent TCPRC3Budget | paste -sd ' '; }
+fq_throttled() { tc -n $NS_CLI -s qdisc show dev c0 | awk '/throttled/ { for (i = 1; i < NF; i++) if ($i == "throttled" && $(i + 1) ~ /^[0-9]+$/) { print $(i + 1); exit } } END { }' | head -1; }
+budget_run() {
+	local name=$1 gate=$out/$1.go sent got pid
+	rm -f "$gate" "$gate.ready"
+	: > "$out/received"
+	budget_counters > "$out/$name.ctr0"
+	echo "$(fq_throttled)" > "$out/$name.thr0"
+	ip netns exec $NS_CLI timeout 60 python3 "$out/peer.py" send $budget_bytes $SRV_ADDR cubic gate 5300 "$gate" > "$out/$name.sent" &
+	pid=$!
+	for _ in $(seq 100); do [ -e "$gate.ready" ] && break; sleep 0.05; done
+	[ -e "$gate.ready" ] || { echo "the sender did not connect"; return 1; }
+	ip netns exec $NS_CLI ss -tin dst $SRV_ADDR:5300 | grep -o 'minrtt:[0-9.]*' | head -1 |
+		awk -F: '{ printf "%d\n", $2 * 1000 }' > "$out/$name.minrtt"
+	tc -n $NS_SRV qdisc change dev s0 root netem delay 500us loss 100% limit 100000
+	touch "$gate"
+	sleep 1
+	budget_counters > "$out/$name.ctrw"
+	tc -n $NS_SRV qdisc change dev s0 root netem delay 500us limit 100000
+	wait $pid || { echo "transfer failed"; return 1; }
+	for _ in $(seq 50); do [ -s "$out/received" ] && break; sleep 0.1; done
+	budget_counters > "$out/$name.ctr1"
+	echo "$(fq_throttled)" > "$out/$name.thr1"
+	sent=$(awk '{ print $1 }' "$out/$name.sent") got=$(cat "$out/received")
+	diag "$name: min RTT $(cat "$out/$name.minrtt") us; TCPRC3Sent/TCPRC3Budget $(cat "$out/$name.ctr0") before, $(cat "$out/$name.ctrw") after the first walk, $(cat "$out/$name.ctr1") at the end"
+	[ "$sent" = "$got" ] || { echo "sent $sent, received ${got:-nothing}"; return 1; }
+}
+# first_walk_ok NAME: the first walk's copies are some, and no more than one BDP at the
+# line rate over the minimum RTT (1500-byte packets) and the skb that crosses it: TCP's
+# skbs hold up to 64 KB (45 packets), and the loop sends or keeps an skb whole.
+first_walk_ok() {
+	local first rtt bdp
+	first=$(($(awk '{ print $1 }' "$out/$1.ctrw") - $(awk '{ print $1 }' "$out/$1.ctr0")))
+	rtt=$(cat "$out/$1.minrtt")
+	bdp=$((budget_rate_mbps * rtt / 8 / 1500))
+	echo "$1: the first walk sent $first packets; one BDP at $budget_rate_mbps Mbit/s over $rtt us is $bdp, plus one skb $((bdp + 45))"
+	[ "$rtt" -gt 0 ] && [ "$first" -ge 8 ] && [ "$first" -le $((bdp + 45)) ]
+}
+# resumed_ok NAME: later walks went on (TCPRC3Budget counted a walk that stopped at its
+# budget, and more copies left after the ACKs came back).
+resumed_ok() {
+	local budget later
+	budget=$(($(awk '{ print $2 }' "$out/$1.ctr1") - $(awk '{ print $2 }' "$out/$1.ctr0")))
+	later=$(($(awk '{ print $1 }' "$out/$1.ctr1") - $(awk '{ print $1 }' "$out/$1.ctrw")))
+	echo "$1: $budget walks stopped at the budget; $later packets copied after the first walk"
+	[ "$budget" -gt 0 ] && [ "$later" -gt 0 ]
+}
+for qdisc in fq fq_codel; do
+	tc -n $NS_CLI qdisc replace dev c0 root $qdisc
+	check "rc3 on $qdisc: transfer intact" budget_run "$qdisc"
+	check "rc3 on $qdisc: the first walk sends at most one BDP at the line rate" first_walk_ok "$qdisc"
+	check "rc3 on $qdisc: later walks send more as ACKs return" resumed_ok "$qdisc"
+	diag "$(first_walk_ok "$qdisc"); $(resumed_ok "$qdisc"); the rest written in send() calls of (bytes@s) $(cat "$out/$qdisc.go.sends")"
+done
+# (fq throttles TCP's own packets too: TCP paces them at its rate when fq is the qdisc.)
+diag "fq: flows throttled $(cat "$out/fq.thr0") times before, $(cat "$out/fq.thr1") after"
+tc -n $NS_CLI qdisc del dev c0 root
+bottleneck pfifo limit 1000
 
 # A receiver without SACK: the loop stays off (TCP would resend all it delivered).
 ip netns exec $NS_SRV sysctl -qw net.ipv4.tcp_sack=0

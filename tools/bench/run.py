@@ -29,6 +29,15 @@ def ok_result(path):
         return False
 
 
+def rc3_insmod(algo, sc):
+    """The guest's command that loads RC3's policy for ALGO in scenario SC: the module's
+    levels (+rc3: one DSCP for every level; +rc3lv: each level at its own DSCP,
+    netbench.split_algo), its copies paced at the scenario's bottleneck rate, the line
+    rate of its one-bottleneck path (patch rc3/0012)."""
+    params = (" dscp_map=1" if "+rc3lv" in algo else "") + f" line_rate_mbps={int(sc['rate_mbit'])}"
+    return "insmod rust/tcp_rc3.ko" + params
+
+
 def run_job(raw, job, timely_params, prov):
     sc, algo, rep, clock = job
     out = raw_path(raw, sc, algo, rep)
@@ -43,11 +52,7 @@ def run_job(raw, job, timely_params, prov):
         # read-only choice of ops at load: netbench.split_algo).
         params, dx_params, swift_params = (f"{x} ecn_share=1".strip()
                                            for x in (params, dx_params, swift_params))
-    rc3 = ""
-    if "+rc3" in algo:
-        # +rc3: the module's defaults (one DSCP for every level); +rc3lv: each level at its
-        # own DSCP (netbench.split_algo).
-        rc3 = " && insmod rust/tcp_rc3.ko" + (" dscp_map=1" if "+rc3lv" in algo else "")
+    rc3 = f" && {rc3_insmod(algo, sc)}" if "+rc3" in algo else ""
     guest = (f"insmod rust/tcp_rust_reno.ko && insmod rust/tcp_timely.ko {params} && "
              f"insmod rust/tcp_dx.ko {dx_params} && insmod rust/tcp_swift.ko {swift_params}{rc3} "
              "|| exit 1; "

@@ -662,6 +662,15 @@ if __name__ == "__main__":
     unittest.main()
 
 
+class Rc3Policy(unittest.TestCase):
+    def test_the_policy_paces_at_the_scenarios_bottleneck_rate(self):
+        sc = {"rate_mbit": 1000}
+        self.assertEqual(run.rc3_insmod("cubic+rc3", sc),
+                         "insmod rust/tcp_rc3.ko line_rate_mbps=1000")
+        self.assertEqual(run.rc3_insmod("dx+rc3lv", {"rate_mbit": 10000.0}),
+                         "insmod rust/tcp_rc3.ko dscp_map=1 line_rate_mbps=10000")
+
+
 class Rc3Rows(unittest.TestCase):
     """RC3's FCT table: each variant (one level, levels at their DSCPs) against the plain
     control, flows paired by position, the reduction also from the first data byte."""

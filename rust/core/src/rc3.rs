@@ -80,9 +80,20 @@ pub mod spec {
     pub const READING: ParamSpec = ParamSpec::new("reading", 0, 0, 1);
     /// 0: [`super::DscpMap::LOWER_EFFORT`], 1: [`super::DscpMap::LOCAL_LEVELS`].
     pub const DSCP_MAP: ParamSpec = ParamSpec::new("dscp_map", 0, 0, 1);
+    /// The line rate the loop's copies are paced at, Mbit/s (1 Mbit/s to 1.6 Tbit/s): each
+    /// walk schedules at most one minimum RTT of them at this rate, one bandwidth-delay
+    /// product.
+    pub const LINE_RATE_MBPS: ParamSpec = ParamSpec::new("line_rate_mbps", 1000, 1, 1_600_000);
 
     /// Every parameter, in the module's order.
-    pub const ALL: [ParamSpec; 5] = [LEVELS, FIRST_LEVEL_PKTS, LEVEL_FACTOR, READING, DSCP_MAP];
+    pub const ALL: [ParamSpec; 6] = [
+        LEVELS,
+        FIRST_LEVEL_PKTS,
+        LEVEL_FACTOR,
+        READING,
+        DSCP_MAP,
+        LINE_RATE_MBPS,
+    ];
 }
 
 /// How a list of level sizes is read (see the module's documentation).
