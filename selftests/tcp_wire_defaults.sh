@@ -9,6 +9,8 @@
 #   connections: a namespace takes one net_enable_timestamp() reference when the sysctl
 #   leaves 0 and drops it when it returns to 0 (TcpExt TCPDelayStampNetstamp counts each),
 #   and 200 connections that use the option, opened and closed in a loop, take none;
+# - through a path that drops SYNs carrying the option, the retransmitted SYN goes without
+#   it and the connection opens without the option (TcpExt TCPDelayStampSynFallback);
 # - RC3's low-priority loop cannot be turned on in a namespace other than the initial one
 #   unless the initial one allows it (net.ipv4.tcp_rc3_netns_allowed, which only the initial
 #   namespace has): net.ipv4.tcp_rc3=1 and TCP_RC3 fail with EPERM there, a socket does not
@@ -22,7 +24,7 @@ source "$(dirname "$0")/lib.sh"
 PORT=9100 CONNS=200
 selftest_dir
 
-ktap_plan 13
+ktap_plan 14
 DUMBBELL_DEFAULTS=1 setup_dumbbell 1000 0 1000 || diag "dumbbell setup failed"
 in_ns() { ip netns exec "$@"; }
 
@@ -103,6 +105,34 @@ samples answered 5 300000 || diag "transfers failed"
 check "a receiver that opted in answers (delay samples at the client)" \
 	test "$(cat "$out/samples.answered")" -gt 0
 diag "receiver opted in: $(cat "$out/samples.answered") delay samples"
+
+# A path that drops SYNs carrying the option (a middlebox that drops what it does not
+# know): the router drops IPv4 SYNs (flags byte 33: SYN without ACK) with the option's
+# first word (kind 253, length 4, ExID 0xD1A7) at any of the aligned places a SYN's options
+# may put it. The retransmitted SYN goes without it, as ECN falls back, and the connection
+# opens, without the option (TcpExt TCPDelayStampSynFallback; no delay samples).
+# (They go to an htb class whose queue drops everything: the test kernel has no tc actions.)
+syn_filter() { # add|del
+	local at
+	if [ "$1" = del ]; then
+		tc -n $NS_RTR filter del dev r1 parent 1: prio 1 && tc -n $NS_RTR class del dev r1 classid 1:9
+		return
+	fi
+	tc -n $NS_RTR class add dev r1 parent 1: classid 1:9 htb rate 1000mbit &&
+		tc -n $NS_RTR qdisc add dev r1 parent 1:9 handle 90: netem loss 100% || return 1
+	for at in 40 44 48 52 56 60 64 68 72 76; do
+		tc -n $NS_RTR filter add dev r1 parent 1: prio 1 protocol ip u32 \
+			match u8 0x02 0x12 at 33 match u32 0xfd04d1a7 0xffffffff at $at flowid 1:9 || return 1
+	done
+}
+syn_filter add || diag "SYN filter refused"
+fb0=$(tcpext $NS_CLI TCPDelayStampSynFallback)
+samples dropped 1 300000 || diag "the connection through the SYN-dropping path failed"
+fb=$(($(tcpext $NS_CLI TCPDelayStampSynFallback) - fb0))
+syn_filter del
+check "a path that drops SYNs with the option: the connection opens, without it" \
+	eval '[ -s "$out/samples.dropped" ] && test "$(cat "$out/samples.dropped")" -eq 0 && test $fb -eq 1'
+diag "SYN-dropping path: TCPDelayStampSynFallback +$fb, $(cat "$out/samples.dropped" 2>/dev/null || echo no) delay samples"
 
 # The peer's loop: connections that use the option, opened and closed. Today each took a
 # reference and dropped it, and every first/last one flipped the host-wide static key.
