@@ -361,6 +361,9 @@ def split_algo(algo):
            bounds, every level at one DSCP, Lower-Effort): one-level RC3, a labelled variant;
     +rc3lv RC3 as the thesis runs it: the same levels, each at its own DSCP (dscp_map=1:
            level n at DSCP 4n - 1), served in strict priority at the bottleneck;
+           both pace the copies at the scenario's bottleneck rate, one BDP per walk;
+    +rc3burst  as +rc3 with the loop's line rate at the most the module takes (1.6
+           Tbit/s): no budget or spacing in effect, the loop as before patch rc3/0012;
     +hw    the delay-stamp option on the NICs' hardware stamps (veth's emulated clocks,
            patch 0018); +hwN adds N ns of timestamp noise (standard deviation) at the
            receiver's NIC, so the one-way delay carries that noise (DX's Fig 11);
@@ -418,6 +421,8 @@ def one_variant(extra, algo):
         return {"rc3": True}
     if extra == "rc3lv":
         return {"rc3": True, "rc3_dscp_map": 1}
+    if extra == "rc3burst":
+        return {"rc3": True, "rc3_burst": True}
     if m:
         return {"hw_noise_ns": int(m.group(1) or 0)}
     if extra == "rtt":
@@ -429,7 +434,7 @@ def one_variant(extra, algo):
     if loss:
         return {"loss_pct": float(loss.group(1))}
     sys.exit(f"error: unknown variant '+{extra}' in '{algo}' "
-             "(+rc3, +rc3lv, +hw[N], +rtt, +calN, +jitN, +lossP, +fq, +kN, +noecn, +ecnshare, "
+             "(+rc3, +rc3lv, +rc3burst, +hw[N], +rtt, +calN, +jitN, +lossP, +fq, +kN, +noecn, +ecnshare, "
              "+iwN)")
 
 

@@ -618,7 +618,9 @@ def fct_rows(rs):
 # RC3's bench variants (tools/bench/netbench.py split_algo) and how the report names them.
 RC3_VARIANTS = {"+rc3": "one level: every level at DSCP 1, the module's default",
                 "+rc3lv": "the thesis's levels of 40, 400 and 4000 packets (read as cumulative "
-                          "bounds) each at its own DSCP, dscp_map=1"}
+                          "bounds) each at its own DSCP, dscp_map=1",
+                "+rc3burst": "as +rc3 with no budget in effect (line_rate_mbps=1600000): the "
+                             "loop before patch rc3/0012"}
 
 
 def rc3_rows(rs):
@@ -630,7 +632,8 @@ def rc3_rows(rs):
     pairs = {}
     for (algo, rep), r in runs.items():
         # "+rc3": one-level RC3 (every level at one DSCP); "+rc3lv": its levels at their
-        # DSCPs, as the thesis runs it (netbench.split_algo). Each against the plain control.
+        # DSCPs, as the thesis runs it; "+rc3burst": +rc3 without a budget
+        # (netbench.split_algo). Each against the plain control.
         for suffix in RC3_VARIANTS:
             if algo.endswith(suffix) and (algo[:-len(suffix)], rep) in runs:
                 base = algo[:-len(suffix)]

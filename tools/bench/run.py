@@ -29,12 +29,18 @@ def ok_result(path):
         return False
 
 
+# The most tcp_rc3.ko's line_rate_mbps takes (rust/core/src/rc3.rs): +rc3burst's.
+RC3_BURST_MBPS = 1_600_000
+
+
 def rc3_insmod(algo, sc):
     """The guest's command that loads RC3's policy for ALGO in scenario SC: the module's
     levels (+rc3: one DSCP for every level; +rc3lv: each level at its own DSCP,
     netbench.split_algo), its copies paced at the scenario's bottleneck rate, the line
-    rate of its one-bottleneck path (patch rc3/0012)."""
-    params = (" dscp_map=1" if "+rc3lv" in algo else "") + f" line_rate_mbps={int(sc['rate_mbit'])}"
+    rate of its one-bottleneck path (patch rc3/0012); +rc3burst: at the most the module
+    takes, so that neither budget nor spacing binds (the loop before that patch)."""
+    rate = RC3_BURST_MBPS if "+rc3burst" in algo else int(sc["rate_mbit"])
+    params = (" dscp_map=1" if "+rc3lv" in algo else "") + f" line_rate_mbps={rate}"
     return "insmod rust/tcp_rc3.ko" + params
 
 

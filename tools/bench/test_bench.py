@@ -669,6 +669,13 @@ class Rc3Policy(unittest.TestCase):
                          "insmod rust/tcp_rc3.ko line_rate_mbps=1000")
         self.assertEqual(run.rc3_insmod("dx+rc3lv", {"rate_mbit": 10000.0}),
                          "insmod rust/tcp_rc3.ko dscp_map=1 line_rate_mbps=10000")
+        self.assertEqual(run.rc3_insmod("dx+rc3burst", sc),
+                         "insmod rust/tcp_rc3.ko line_rate_mbps=1600000")
+
+    def test_the_burst_variant_asks_for_the_most_the_module_takes(self):
+        src = open(os.path.join(run.ROOT, "rust", "core", "src", "rc3.rs")).read()
+        m = re.search(r'ParamSpec::new\("line_rate_mbps", \d+, \d+, ([\d_]+)\)', src)
+        self.assertEqual(int(m.group(1).replace("_", "")), run.RC3_BURST_MBPS)
 
 
 class Rc3Rows(unittest.TestCase):
