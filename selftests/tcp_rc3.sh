@@ -56,7 +56,8 @@ if [ $# -gt 0 ]; then
 	done
 fi
 
-setup_dumbbell 100 500 1000 && dumbbell_ipv6 || diag "dumbbell setup failed"
+DELAY_US=500
+setup_dumbbell 100 $DELAY_US 1000 && dumbbell_ipv6 || diag "dumbbell setup failed"
 for ns in $NS_CLI $NS_SRV; do
 	ip netns exec $ns sysctl -qw net.ipv4.tcp_wmem="4096 4194304 8388608" net.ipv4.tcp_rmem="4096 4194304 8388608"
 done
@@ -146,12 +147,7 @@ else:
         open(sys.argv[7] + ".ready", "w").close()
         while not os.path.exists(sys.argv[7]):
             time.sleep(0.01)
-        rest, sends = memoryview(data)[1:], []
-        while rest:
-            k = s.send(rest)
-            sends.append((time.monotonic(), k))
-            rest = rest[k:]
-        open(sys.argv[7] + ".sends", "w").write(" ".join(f"{k}@{t - sends[0][0]:.4f}" for t, k in sends))
+        s.sendall(data[1:])
     else:
         s.sendall(data)
     s.shutdown(socket.SHUT_WR)
@@ -215,10 +211,10 @@ transfer() {
 	bands > "$out/$name.bands1"; diag "$name: bands after $(cat "$out/$name.bands1"), TCPRC3Sent/AckBump/SackSkip $(cat "$out/$name.ctr1"), receiver's packets by DSCP 0/3/7/11 $(cat "$out/$name.acks1")"
 	[ "$sent" = "$got" ] || { echo "sent $sent, received ${got:-nothing}"; return 1; }
 }
-# delta NAME FIELD FILE: FILE1's FIELD less FILE0's.
+# delta NAME FIELD FILE [FROM TO]: FILE1's FIELD less FILE0's (FILE$TO's less FILE$FROM's).
 delta() {
 	local a b
-	a=$(awk -v f="$2" '{ print $f }' "$out/$1.${3}1") b=$(awk -v f="$2" '{ print $f }' "$out/$1.${3}0")
+	a=$(awk -v f="$2" '{ print $f }' "$out/$1.${3}${5:-1}") b=$(awk -v f="$2" '{ print $f }' "$out/$1.${3}${4:-0}")
 	echo $((a - b))
 }
 
@@ -370,33 +366,29 @@ insmod "$ko" levels=3 first_level_pkts=20 level_factor=4 dscp_map=1 line_rate_mb
 bottleneck netem delay 20ms limit 10000 || diag "netem refused"
 budget_bytes=1000000 budget_rate_mbps=50
 # budget_run NAME: a 1 MB transfer whose rest is written while the receiver's ACKs are
-# dropped for a second (its egress netem, the dumbbell's 500 us, with 100% loss); in $out/NAME.*: the counters TCPRC3Sent and
-# TCPRC3Budget before (ctr0), after the first walk (ctrw) and at the end (ctr1), the
-# connection's minimum RTT in us (minrtt), fq's throttled count before and after (thr0,
-# thr1).
+# dropped for a second (its egress netem, the dumbbell's delay, with 100% loss); in $out/NAME.*: the counters TCPRC3Sent and
+# TCPRC3Budget before (ctr0), after the first walk (ctrw) and at the end (ctr1), and the
+# connection's minimum RTT in us (minrtt).
 budget_counters() { tcpext $NS_CLI TCPRC3Sent TCPRC3Budget | paste -sd ' '; }
-fq_throttled() { tc -n $NS_CLI -s qdisc show dev c0 | awk '/throttled/ { for (i = 1; i < NF; i++) if ($i == "throttled" && $(i + 1) ~ /^[0-9]+$/) { print $(i + 1); exit } } END { }' | head -1; }
 budget_run() {
 	local name=$1 gate=$out/$1.go sent got pid
 	rm -f "$gate" "$gate.ready"
 	: > "$out/received"
 	budget_counters > "$out/$name.ctr0"
-	echo "$(fq_throttled)" > "$out/$name.thr0"
 	ip netns exec $NS_CLI timeout 60 python3 "$out/peer.py" send $budget_bytes $SRV_ADDR cubic gate 5300 "$gate" > "$out/$name.sent" &
 	pid=$!
 	for _ in $(seq 100); do [ -e "$gate.ready" ] && break; sleep 0.05; done
 	[ -e "$gate.ready" ] || { echo "the sender did not connect"; return 1; }
 	ip netns exec $NS_CLI ss -tin dst $SRV_ADDR:5300 | grep -o 'minrtt:[0-9.]*' | head -1 |
 		awk -F: '{ printf "%d\n", $2 * 1000 }' > "$out/$name.minrtt"
-	tc -n $NS_SRV qdisc change dev s0 root netem delay 500us loss 100% limit 100000
+	tc -n $NS_SRV qdisc change dev s0 root netem delay ${DELAY_US}us loss 100% limit 100000
 	touch "$gate"
 	sleep 1
 	budget_counters > "$out/$name.ctrw"
-	tc -n $NS_SRV qdisc change dev s0 root netem delay 500us limit 100000
+	tc -n $NS_SRV qdisc change dev s0 root netem delay ${DELAY_US}us limit 100000
 	wait $pid || { echo "transfer failed"; return 1; }
 	for _ in $(seq 50); do [ -s "$out/received" ] && break; sleep 0.1; done
 	budget_counters > "$out/$name.ctr1"
-	echo "$(fq_throttled)" > "$out/$name.thr1"
 	sent=$(awk '{ print $1 }' "$out/$name.sent") got=$(cat "$out/received")
 	diag "$name: min RTT $(cat "$out/$name.minrtt") us; TCPRC3Sent/TCPRC3Budget $(cat "$out/$name.ctr0") before, $(cat "$out/$name.ctrw") after the first walk, $(cat "$out/$name.ctr1") at the end"
 	[ "$sent" = "$got" ] || { echo "sent $sent, received ${got:-nothing}"; return 1; }
@@ -406,7 +398,7 @@ budget_run() {
 # skbs hold up to 64 KB (45 packets), and the loop sends or keeps an skb whole.
 first_walk_ok() {
 	local first rtt bdp
-	first=$(($(awk '{ print $1 }' "$out/$1.ctrw") - $(awk '{ print $1 }' "$out/$1.ctr0")))
+	first=$(delta "$1" 1 ctr 0 w)
 	rtt=$(cat "$out/$1.minrtt")
 	bdp=$((budget_rate_mbps * rtt / 8 / 1500))
 	echo "$1: the first walk sent $first packets; one BDP at $budget_rate_mbps Mbit/s over $rtt us is $bdp, plus one skb $((bdp + 45))"
@@ -416,8 +408,7 @@ first_walk_ok() {
 # budget, and more copies left after the ACKs came back).
 resumed_ok() {
 	local budget later
-	budget=$(($(awk '{ print $2 }' "$out/$1.ctr1") - $(awk '{ print $2 }' "$out/$1.ctr0")))
-	later=$(($(awk '{ print $1 }' "$out/$1.ctr1") - $(awk '{ print $1 }' "$out/$1.ctrw")))
+	budget=$(delta "$1" 2 ctr) later=$(delta "$1" 1 ctr w 1)
 	echo "$1: $budget walks stopped at the budget; $later packets copied after the first walk"
 	[ "$budget" -gt 0 ] && [ "$later" -gt 0 ]
 }
@@ -426,10 +417,8 @@ for qdisc in fq fq_codel; do
 	check "rc3 on $qdisc: transfer intact" budget_run "$qdisc"
 	check "rc3 on $qdisc: the first walk sends at most one BDP at the line rate" first_walk_ok "$qdisc"
 	check "rc3 on $qdisc: later walks send more as ACKs return" resumed_ok "$qdisc"
-	diag "$(first_walk_ok "$qdisc"); $(resumed_ok "$qdisc"); the rest written in send() calls of (bytes@s) $(cat "$out/$qdisc.go.sends")"
+	diag "$(first_walk_ok "$qdisc"); $(resumed_ok "$qdisc")"
 done
-# (fq throttles TCP's own packets too: TCP paces them at its rate when fq is the qdisc.)
-diag "fq: flows throttled $(cat "$out/fq.thr0") times before, $(cat "$out/fq.thr1") after"
 tc -n $NS_CLI qdisc del dev c0 root
 bottleneck pfifo limit 1000
 
