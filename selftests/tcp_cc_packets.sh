@@ -26,6 +26,13 @@
 # TCP may skip only what the peer SACKed.
 # rc3_lp_ack_echo has the peer send low-priority data with t1 first: the kernel's ACKs of it
 # go at that DSCP without the timestamp and must carry no delay-stamp echo either.
+# rc3_copy_window: while the client's congestion window holds its data back, the peer
+# sends it data, the application reads it, and a duplicate ACK gives RC3's loop a walk: in
+# every rc3_* scenario, no low-priority copy may offer a receive window TCP did not offer
+# itself (a copy may be dropped; TCP must still send the window updates it owes).
+# rc3_tlp_below_skip: the peer holds every byte, TCP took the SACKed tail without sending
+# it, and the ACK of TCP's last segment is lost: the loss probe retransmits that segment,
+# below the tail, and its DSACK must end the episode (no TCPLossProbeRecovery, no CWR).
 # rc3_sack_beyond_snd_nxt only SACKs the copies and never ACKs past snd_nxt: TCP skips
 # what the blocks cover (TCPRC3SackSkip, patch 0022), only data the peer holds, and never
 # sends it, unless the kernel declared the peer reneging (TCPSACKReneging: this peer's ACK
@@ -33,6 +40,7 @@
 # slower than the kernel's 10 ms grace looks like one that dropped them).
 #
 #   tcp_cc_packets.sh MODULE.ko [PARAM=VALUE...] [MODULE.ko [PARAM=VALUE...]]...
+#   PKT_ONLY="SCENARIO..." runs only those scenarios (while working on one).
 set -u
 source "$(dirname "$0")/lib.sh"
 PEER=$(cd "$(dirname "$0")/.." && pwd)/selftests/helpers/pktpeer.py
@@ -42,7 +50,8 @@ SCENARIOS=(plain ecn_echo sack_hole ack_beyond_snd_nxt sack_beyond_snd_nxt bad_o
 # Controls that offer the delay-stamp option on their SYNs (TCP_CONG_DELAY_STAMPS).
 STAMP_CONTROLS=" dx timely timely_patched swift "
 RC3_SCENARIOS=(rc3_bump rc3_ack_mid_skb rc3_ack_beyond_write_seq rc3_ack_unsent_data
-	rc3_ack_unsent_fin rc3_sack_beyond_snd_nxt rc3_lp_ack_echo)
+	rc3_ack_unsent_fin rc3_sack_beyond_snd_nxt rc3_lp_ack_echo rc3_copy_window
+	rc3_tlp_below_skip)
 # Bumped packets reach every control's ACK processing (kept from its counts): rc3_bump runs
 # over each. The others test tcp_ack()'s checks and the bump's walk, before any control
 # sees the ACK: cubic is enough.
@@ -107,7 +116,6 @@ ip netns exec $NS_DUT sysctl -qw net.ipv4.tcp_ecn=1
 ip netns exec $NS_DUT sysctl -qw net.ipv4.tcp_delay_stamps=1
 rc3_allow_netns 1
 
-ktap_plan $(( ${#controls[@]} * ${#SCENARIOS[@]} + ${#rc3_cases[@]} + 2 ))
 dmesg -C
 # One peer process runs every exchange (starting Python costs more than an exchange) and
 # checks the MIB counters around each: a challenge ACK for the ACK beyond snd_nxt, a
@@ -116,6 +124,7 @@ cases=() port=8000
 add_case() { # CC:SCENARIO, on the next port; OFFER 1 if the control's SYN offers the option
 	local offer=0
 	port=$((port + 1))
+	[ -z "${PKT_ONLY:-}" ] || [[ " $PKT_ONLY " == *" ${1#*:} "* ]] || return 0
 	[[ "$STAMP_CONTROLS" == *" ${1%%:*} "* ]] && offer=1
 	cases+=("$1:$port:$offer")
 }
@@ -123,11 +132,9 @@ for cc in "${controls[@]}"; do
 	for s in "${SCENARIOS[@]}"; do add_case "$cc:$s"; done
 done
 add_case cubic:md5_syn_full
-if [ $rc3 = 1 ]; then
-	for c in "${rc3_cases[@]}"; do add_case "$c"; done
-else
-	for c in "${rc3_cases[@]}"; do ktap_skip "${c/:/ }" "no tcp_rc3.ko given (RC3's policy)"; done
-fi
+[ $rc3 = 1 ] && for c in "${rc3_cases[@]}"; do add_case "$c"; done
+ktap_plan $(( ${#cases[@]} + (rc3 == 1 ? 0 : ${#rc3_cases[@]}) + 1 ))
+[ $rc3 = 1 ] || for c in "${rc3_cases[@]}"; do ktap_skip "${c/:/ }" "no tcp_rc3.ko given (RC3's policy)"; done
 results=0
 shopt -s lastpipe # the loop below counts in this shell (the guest has no /dev/fd for <(...))
 ip netns exec $NS_PEER /usr/bin/python3 "$PEER" batch --iface p0 --ip $PEER_IP \

@@ -49,7 +49,7 @@ SCENARIOS = ("plain", "ecn_echo", "sack_hole", "ack_beyond_snd_nxt", "sack_beyon
              "bad_options", "delay_stamps", "delay_refused", "delay_bad", "options_fuzz",
              "rc3_bump", "rc3_ack_mid_skb", "rc3_ack_beyond_write_seq", "rc3_ack_unsent_data",
              "rc3_ack_unsent_fin", "rc3_sack_beyond_snd_nxt", "delay_replay", "rc3_lp_ack_echo",
-             "md5_syn_full")
+             "md5_syn_full", "rc3_copy_window", "rc3_tlp_below_skip")
 # RC3 (patches 0012-0014): the client turns TCP_RC3 on; its low-priority copies of the
 # unsent tail carry the policy's DSCP (tcp_rc3.ko's default: 1, Lower-Effort).
 TCP_RC3, RC3_DSCP = 47, 1
@@ -75,6 +75,20 @@ DELAY_REPLAY_AT, DELAY_REPLAYS = (12, 30), 70
 # at RC3's DSCP, with t1 where the option was agreed: the client's ACKs of them go at that
 # DSCP without TSopt, and must carry no echo either.
 PEER_SEGS, PEER_SEG_BYTES = 4, 100
+# rc3_copy_window: the client's receive buffer (SO_RCVBUF, so that its window is what the
+# buffer holds, not the initial window), and the data the peer sends it while the client
+# is bound by its congestion window: WINDOW_SEGS segments of WINDOW_SEG_BYTES. Its transfer
+# is WINDOW_BYTES_FACTOR times --bytes, so that walks later than the first find a tail
+# still to copy.
+WINDOW_RCVBUF, WINDOW_SEGS, WINDOW_SEG_BYTES, WINDOW_BYTES_FACTOR = 8192, 2, 1000, 4
+# rc3_tlp_below_skip: the client waits this long between its last write and its FIN, so
+# that TCP reaches the skipped tail and its loss probe comes (after at most an RTO, 200 ms
+# here) before TCP sends the FIN.
+TLP_PAUSE_MS = 1500
+# ... and its SACK blocks start this far above TCP's segments: a block over a segment TCP
+# has in flight (sent, not yet seen by this slow peer) would newly SACK it, and the sender
+# would leave the Open state, in which alone it sends loss probes (tcp_schedule_loss_probe()).
+TLP_SACK_MARGIN = 16 * 1448
 # md5_syn_full: the listener's TCP-MD5 key for the peer (TCP_MD5SIG), and what it sends.
 TCP_MD5SIG, MD5_KEY, MD5_BYTES = 14, "rfl-tcp-cc-md5", 30000
 
@@ -85,11 +99,15 @@ def pattern(n):
     return (block * (n // len(block) + 1))[:n]
 
 
-def transfer(dst, port, cc, nbytes, max_rate, rc3=False, recv_first=0):
+def transfer(dst, port, cc, nbytes, max_rate, rc3=False, recv_first=0, rcvbuf=0, pause_ms=0):
     """One connection from the namespace under test: send the pattern, wait for the close.
-    With recv_first, first read that many bytes from the peer."""
+    With recv_first, first read that many bytes from the peer; with rcvbuf, set SO_RCVBUF;
+    with pause_ms, wait that long after the last write before the FIN. Whatever the peer
+    sends after the pattern is read (and dropped) as it arrives."""
     data = pattern(nbytes)
     s = socket.socket()
+    if rcvbuf:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
     if rc3:
         # Per socket (needs CAP_NET_ADMIN): the other scenarios keep the default, off.
@@ -117,6 +135,8 @@ def transfer(dst, port, cc, nbytes, max_rate, rc3=False, recv_first=0):
                 break
             got += len(chunk)
         s.sendall(data)
+        if pause_ms:
+            time.sleep(pause_ms / 1000)
         s.shutdown(socket.SHUT_WR)
         while s.recv(4096):
             pass
@@ -206,19 +226,20 @@ def tcpext():
 
 def client(args):
     """Serve the peer from inside the namespace under test, one request per stdin line:
-    "run PORT CC BYTES RC3 RATE [RECV]" makes a transfer (TCP_RC3 set to RC3, paced at RATE
-    bytes per second, 0: --max-rate; first reading RECV bytes), "serve PORT CC BYTES PEER
+    "run PORT CC BYTES RC3 RATE [RECV [RCVBUF PAUSE_MS]]" makes a transfer (TCP_RC3 set to
+    RC3, paced at RATE bytes per second, 0: --max-rate; first reading RECV bytes; transfer()),
+    "serve PORT CC BYTES PEER
     KEY" accepts one (serve(): a line when it listens, then the report), and each reports
     it with the TcpExt counters read before and after it. Each answer is one JSON line.
     (One process for every exchange: Python starts slowly in UML.)"""
     for line in sys.stdin:
         words = line.split()
         try:
-            if len(words) in (6, 7) and words[0] == "run":
+            if len(words) in (6, 7, 9) and words[0] == "run":
                 before = tcpext()
+                extra = [int(w) for w in words[6:]]
                 reply = transfer(args.dst, int(words[1]), words[2], int(words[3]),
-                                 int(words[5]) or args.max_rate, words[4] == "1",
-                                 int(words[6]) if len(words) == 7 else 0)
+                                 int(words[5]) or args.max_rate, words[4] == "1", *extra)
                 after = tcpext()
                 reply["tcpext"] = {k: after[k] - before.get(k, 0) for k in after}
             elif len(words) == 6 and words[0] == "serve":
@@ -391,6 +412,24 @@ class Peer:
         self.hostile_lp_end = None   # lp_end when they were sent
         self.mid = None              # rc3_ack_mid_skb: where the peer cut an LP segment
         self.peer_fin = False        # rc3_ack_unsent_fin: the peer closed first (see exchange)
+        # The right edge of the client's receive window (ACK + scaled window) offered by
+        # its own segments (DSCP 0), the highest so far, and the LP copies offering more.
+        self.dut_wscale = 0
+        self.normal_edge = None
+        self.lp_edges_beyond = []    # how far beyond normal_edge each such copy reached
+        # rc3_copy_window's steps (tick()): 0 hold the ACKs of the client's data; 1 its data
+        # sent to the client; 2 a duplicate ACK sent, after the client read it; 3 ACK all.
+        self.window_step, self.window_step_at = 0, None
+        self.window_lp_before_dup = 0
+        self.window_lp_after_read = 0    # LP copies sent on the duplicate ACK's walk
+        # rc3_tlp_below_skip: the loss probe TCP sent once the peer held every byte, and
+        # whether the peer has answered it (then it ACKs everything, uncapped).
+        self.last_tcp_retrans = False
+        self.tcp_newest = None       # (seq, end) of TCP's newest segment
+        self.tlp_probe = None
+        self.tlp_released = False
+        self.tlp_sacked_all = False  # an ACK has SACKed every byte beyond TCP's segments
+        self.tlp_held_acks = 0       # ACKs that left the newest segment of TCP unACKed
 
     # -- output ----------------------------------------------------------------------
     def ack_seq(self):
@@ -398,8 +437,9 @@ class Peer:
         snd_nxt as its own segments show it."""
         if self.rcv_nxt is None:
             return 0
-        if self.args.scenario in RC3_CAPPED and \
-                ((self.rcv_nxt - self.highest_end) & 0xFFFFFFFF) in range(1, 1 << 31):
+        capped = self.args.scenario in RC3_CAPPED or \
+            (self.args.scenario == "rc3_tlp_below_skip" and not self.tlp_released)
+        if capped and ((self.rcv_nxt - self.highest_end) & 0xFFFFFFFF) in range(1, 1 << 31):
             return self.highest_end
         return self.rcv_nxt
 
@@ -439,7 +479,11 @@ class Peer:
         newest first)."""
         ranges = []
         if self.ack_seq() != self.rcv_nxt:  # capped: what it holds above the ACK
-            ranges.append([self.ack_seq(), self.rcv_nxt])
+            start = self.ack_seq()
+            if self.args.scenario == "rc3_tlp_below_skip":
+                start = (start + TLP_SACK_MARGIN) & 0xFFFFFFFF
+            if ((self.rcv_nxt - start) & 0xFFFFFFFF) in range(1, 1 << 31):
+                ranges.append([start, self.rcv_nxt])
         for seq in sorted(self.ooo):
             end = seq + len(self.ooo[seq])
             if ranges and seq <= ranges[-1][1]:
@@ -637,6 +681,9 @@ class Peer:
             # socket's own; and a delayed ACK (the timer's) goes at the socket's own.
             self.peer_data_first_ack_ok = bool(payload) or ip.tos >> 2 != 0 or \
                 acked > PEER_SEG_BYTES or after_ms >= 30
+        if flags & 0x10 and not flags & 0x02 and self.rcv_nxt is not None:
+            self.window_edge(ack, struct.unpack_from("!H", tcp_bytes, 14)[0], ip.tos >> 2,
+                             bool(payload))
         if not payload and not flags & 0x07 and ip.tos >> 2:
             self.lp_acks += 1
             if 16 in delay or 20 in delay:
@@ -650,6 +697,9 @@ class Peer:
             syn_opts = b"\x02\x04\x05\xb4" + b"\x01\x03\x03\x07" + b"\x04\x02" + \
                 (b"\x08\x0a" + struct.pack("!II", self.ts_val, self.peer_ts) if self.peer_ts else b"\x01\x01")
             self.delay_offered = 4 in delay
+            for kind, i, n in tcp_options(opts):
+                if kind == 3 and n == 3 and i + 3 <= len(opts):
+                    self.dut_wscale = min(opts[i + 2], 14)
             self.delay_ok = self.delay_offered and a.scenario in (
                 "delay_stamps", "delay_bad", "delay_replay", "options_fuzz", "rc3_lp_ack_echo")
             if self.delay_ok:
@@ -731,11 +781,14 @@ class Peer:
                          ((lo - seq) & 0xFFFFFFFF) < ((end - seq) & 0xFFFFFFFF)
                          for lo, hi in self.jumps):
             self.bumped_resent += 1
+        self.last_tcp_retrans = False
         if ((end - self.highest_end) & 0xFFFFFFFF) in range(1, 1 << 31):
             self.highest_end = end
+            self.tcp_newest = (seq, end)
         elif nbytes:
             # Nothing above what was already sent: a retransmission.
             self.retransmissions += 1
+            self.last_tcp_retrans = True
 
     @staticmethod
     def delay_options(opts):
@@ -796,7 +849,81 @@ class Peer:
             self.ooo[seq] = payload
         if not self.hostile:
             self.hostile_ack()
+        if a.scenario == "rc3_copy_window" and self.window_step < 3:
+            return  # tick() decides when the client's data is ACKed
+        if a.scenario == "rc3_tlp_below_skip" and self.tlp_hold(seq, end, lp):
+            return
         self.ack()
+
+    def window_edge(self, ack, window, dscp, payload):
+        """Follow the right edge of the window the client offers: its own segments' edges,
+        and LP copies that offer more than any of those did (a copy may be dropped: what
+        it offers, TCP must also have offered)."""
+        edge = (ack + (window << self.dut_wscale)) & 0xFFFFFFFF
+        if not (dscp and payload):  # TCP's own (an LP ACK too: RC3's receiver sends it)
+            if self.normal_edge is None or \
+                    ((edge - self.normal_edge) & 0xFFFFFFFF) in range(1, 1 << 31):
+                self.normal_edge = edge
+        elif self.normal_edge is not None:
+            beyond = (edge - self.normal_edge) & 0xFFFFFFFF
+            if beyond in range(1, 1 << 31):
+                self.lp_edges_beyond.append(beyond)
+
+    def tick(self):
+        """rc3_copy_window's steps, in time. The client's congestion window holds its data
+        back once the peer stops ACKing it; its loop copies the tail. Then the peer's data
+        reaches the client, whose ACKs of it (DSCP 0) offer its window with that data held;
+        the application reads it, which opens the window by less than a read must to send
+        an update (tcp_cleanup_rbuf()); a duplicate ACK gives the loop a walk while TCP still
+        cannot send; its copies must offer no more than TCP did. Then the peer ACKs all."""
+        a = self.args
+        if a.scenario != "rc3_copy_window" or self.rcv_nxt is None:
+            return
+        now = time.monotonic()
+        step = self.window_step
+        if step == 0 and self.segments >= 10 and self.lp_segments and \
+                now - self.last_rx_at > 0.03:
+            for i in range(WINDOW_SEGS):
+                self.send(0x18, self.ts_opt() if self.peer_ts else b"", ack=self.irs + 1,
+                          payload=bytes([0x61 + i]) * WINDOW_SEG_BYTES)
+                self.snd_nxt = (self.snd_nxt + WINDOW_SEG_BYTES) & 0xFFFFFFFF
+        elif step == 1 and now - self.window_step_at > 0.06:
+            self.window_lp_before_dup = self.lp_segments
+            self.send(0x10, self.ts_opt() if self.peer_ts else b"", ack=self.irs + 1)
+        elif step == 2 and now - self.window_step_at > 0.04:
+            self.window_lp_after_read = self.lp_segments - self.window_lp_before_dup
+            self.ack()
+        else:
+            return
+        self.window_step, self.window_step_at = step + 1, now
+
+    def tlp_hold(self, seq, end, lp):
+        """rc3_tlp_below_skip, once the peer holds every byte (the loop's copies of the tail
+        and TCP's own segments) and one ACK has SACKed all of it beyond TCP's segments: the
+        ACK of TCP's newest segment is lost, so when TCP has taken the SACKed tail without
+        sending it, its loss probe retransmits that segment, below the tail. Each ACK until
+        then covers what TCP sent before its newest segment, without SACK blocks (which
+        could cover TCP's segments in flight and have RACK mark the newest lost); the
+        probe's ACK covers everything and DSACKs the probe (the original had arrived).
+        True if the ACK was handled here."""
+        a = self.args
+        data_end = (self.irs + 1 + a.bytes) & 0xFFFFFFFF
+        if self.tlp_released or self.rcv_nxt != data_end:
+            return False
+        if not self.tlp_sacked_all:
+            self.tlp_sacked_all = True
+            return False
+        ts = self.ts_opt() if self.peer_ts else b""
+        if not lp and self.last_tcp_retrans:
+            self.tlp_probe = (seq, end)
+            self.tlp_released = True
+            self.send(0x10, ts + self.sack_opt([(seq, end)]))
+            return True
+        if lp or self.tcp_newest is None:
+            return True
+        self.send(0x10, ts, ack=self.tcp_newest[0])
+        self.tlp_held_acks += 1
+        return True
 
     def absorb(self):
         """Move what the out-of-order queue holds up to rcv_nxt into the stream."""
@@ -955,14 +1082,18 @@ class Peer:
             return self.md5_exchange(dut)
         rate = RC3_BUMP_RATE if a.scenario in RC3_BUMP_SCENARIOS else 0
         recv = PEER_SEGS * PEER_SEG_BYTES if a.scenario == "rc3_lp_ack_echo" else 0
+        rcvbuf = WINDOW_RCVBUF if a.scenario == "rc3_copy_window" else 0
+        pause = TLP_PAUSE_MS if a.scenario == "rc3_tlp_below_skip" else 0
         dut.request(f"run {a.port} {a.cc} {a.bytes} {int(a.scenario.startswith('rc3_'))} {rate}"
-                    f" {recv}")
+                    f" {recv} {rcvbuf} {pause}")
         deadline = time.time() + a.timeout
         fd = self.sock.fileno()
         report = None
         last_rx = time.time()
+        self.last_rx_at = time.monotonic()
         while not self.done and time.time() < deadline:
-            r, _, _ = select.select([fd, dut], [], [], 0.05)
+            self.tick()
+            r, _, _ = select.select([fd, dut], [], [], 0.01)
             if dut in r:
                 # The client is done: it saw our FIN, or gave up.
                 report = dut.reply(0) or {"error": "client closed"}
@@ -985,6 +1116,7 @@ class Peer:
             self.dut_mac = mac
             self.lag_max_ns = max(self.lag_max_ns, waited_ns)
             last_rx = time.time()
+            self.last_rx_at = time.monotonic()
             self.handle(ip, ip.payload)
         if report is None:
             # Its socket times out after 20 s, so an answer is due.
@@ -1011,6 +1143,11 @@ class Peer:
             "jumped_bytes": sum((hi - lo) & 0xFFFFFFFF for lo, hi in self.jumps),
             "bumped_resent": self.bumped_resent, "dup_bytes": self.dup_bytes,
             "hostile_acks": len(self.hostile),
+            "lp_edges_beyond": len(self.lp_edges_beyond),
+            "lp_edge_beyond_max": max(self.lp_edges_beyond, default=0),
+            "dut_wscale": self.dut_wscale,
+            "window_step": self.window_step, "window_lp_after_read": self.window_lp_after_read,
+            "tlp_held_acks": self.tlp_held_acks,
             # Relative to the client's initial sequence number, as the figures print them.
         }
         ok = result["intact"] and "error" not in report and report.get("cc") == a.cc
@@ -1025,6 +1162,7 @@ class Peer:
 
         result["hostile_rel"] = [rel(h) for h in self.hostile]
         result["hostile_lp_end_rel"] = rel(self.hostile_lp_end)
+        result["tlp_probe_rel"] = [rel(x) for x in self.tlp_probe] if self.tlp_probe else None
         why = []
         if not rc3 and self.lp_segments:
             why.append(f"{self.lp_segments} low-priority segments with TCP_RC3 off")
@@ -1050,6 +1188,24 @@ class Peer:
                            f"{[(rel(lo), rel(hi)) for lo, hi in self.jumps]}")
         if a.scenario == "rc3_sack_beyond_snd_nxt" and not self.jumps:
             why.append("TCP sent everything the peer had SACKed (no skip)")
+        if rc3 and self.lp_edges_beyond:
+            # A copy may be dropped: the window it offers must be one TCP offered.
+            why.append(f"{len(self.lp_edges_beyond)} LP copies offered a window beyond any "
+                       f"TCP offered (by up to {max(self.lp_edges_beyond)} bytes)")
+        if a.scenario == "rc3_copy_window" and (self.window_step < 3 or
+                                                not self.window_lp_after_read):
+            why.append(f"no copy went while TCP was held after the read (step "
+                       f"{self.window_step}, {self.window_lp_after_read} copies): the "
+                       "scenario shows nothing")
+        if a.scenario == "rc3_tlp_below_skip":
+            data_end = (self.irs + 1 + a.bytes) & 0xFFFFFFFF if self.irs is not None else None
+            if self.tlp_probe is None:
+                why.append("no retransmission once the peer held every byte (no loss probe)")
+            elif data_end is None or \
+                    ((data_end - self.tlp_probe[1]) & 0xFFFFFFFF) not in range(1, 1 << 31):
+                why.append(f"the probe {result['tlp_probe_rel']} was not below a skipped tail")
+            if self.jumps_unheld:
+                why.append(f"{self.jumps_unheld} skips over data the peer did not hold")
         if a.scenario in RC3_HOSTILE and not self.hostile:
             why.append("the hostile ACK was never due (no LP data held beyond snd_nxt)")
         if rc3 and not self.fin_seen:
@@ -1116,8 +1272,16 @@ def counter_expectations(scenario, delta, offered, want_offer, r):
         # have dropped them. A peer slower than that (a loaded machine) sees the latter.
         why.append(f"{r['bumped_resent']} segments of skipped data sent again, with no "
                    "SACK reneging declared")
-    if scenario == "rc3_sack_beyond_snd_nxt" and delta["TCPRC3SackSkip"] <= 0:
+    if scenario in ("rc3_sack_beyond_snd_nxt", "rc3_tlp_below_skip") and \
+            delta["TCPRC3SackSkip"] <= 0:
         why.append("no packet skipped for a SACK beyond snd_nxt (TCPRC3SackSkip)")
+    if scenario == "rc3_tlp_below_skip":
+        # The probe's DSACK says the original had arrived: no loss, no CWR episode.
+        if delta["TCPLossProbes"] <= 0:
+            why.append("no loss probe counted (TCPLossProbes)")
+        if delta["TCPLossProbeRecovery"]:
+            why.append(f"TCPLossProbeRecovery +{delta['TCPLossProbeRecovery']}: the probe's "
+                       "DSACK was not taken, and a CWR episode followed")
     if scenario == "ack_beyond_snd_nxt" and \
             delta["TCPChallengeACK"] + delta["TCPACKSkippedChallenge"] <= 0:
         why.append("no challenge ACK counted")
@@ -1154,7 +1318,7 @@ def counter_expectations(scenario, delta, offered, want_offer, r):
 
 COUNTERS = ("TCPSACKDiscard", "TCPChallengeACK", "TCPACKSkippedChallenge",
             "TCPDelayStampSample", "TCPDelayStampBad", "TCPRC3Sent", "TCPRC3AckBump",
-            "TCPRC3SackSkip", "TCPSACKReneging")
+            "TCPRC3SackSkip", "TCPSACKReneging", "TCPLossProbes", "TCPLossProbeRecovery")
 
 
 def batch(args):
@@ -1166,6 +1330,8 @@ def batch(args):
         a.cc, a.scenario, a.port = cc, scenario, int(port)
         if scenario == "options_fuzz":
             a.bytes *= 4  # more ACKs to draw options for (about 280)
+        if scenario == "rc3_copy_window":
+            a.bytes *= WINDOW_BYTES_FACTOR
         t0 = time.monotonic()
         try:
             r = Peer(a).run(dut)
@@ -1199,6 +1365,14 @@ def batch(args):
                    f" first_ack=({r.get('peer_data_first_ack')})"
         if scenario == "md5_syn_full":
             fig += f" synack={r.get('synack')}"
+        if scenario == "rc3_copy_window":
+            fig += f" wscale={r.get('dut_wscale')} copies_after_read=" \
+                   f"{r.get('window_lp_after_read')} beyond={r.get('lp_edges_beyond')}/" \
+                   f"{r.get('lp_edge_beyond_max')}B"
+        if scenario == "rc3_tlp_below_skip":
+            fig += f" probe={r.get('tlp_probe_rel')} held_acks={r.get('tlp_held_acks')}" \
+                   f" probes+{delta['TCPLossProbes']} probe_recovery+" \
+                   f"{delta['TCPLossProbeRecovery']}"
         fig += " challenge+%d sack_discard+%d delay_samples+%d delay_bad+%d" % (
             delta["TCPChallengeACK"] + delta["TCPACKSkippedChallenge"],
             delta["TCPSACKDiscard"], delta["TCPDelayStampSample"], delta["TCPDelayStampBad"])
