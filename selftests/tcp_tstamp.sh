@@ -22,7 +22,7 @@ COUNT=1000 INTERVAL_US=1000 MAX_MISSING_PCT=1
 debug_kernel && COUNT=300
 selftest_dir
 
-ktap_plan 11
+ktap_plan 12
 setup_dumbbell $RATE_MBIT $DELAY_US $QUEUE_PKTS || diag "dumbbell setup failed"
 
 in_ns() { ip netns exec "$@"; }
@@ -196,6 +196,34 @@ else
 	ktap_skip "hardware: t1..t4 stamped on all but $MAX_MISSING_PCT% of the probes (--source both)" "$why"
 	ktap_skip "software beside hardware (OPT_TX_SWHW): t1..t4 on all but $MAX_MISSING_PCT%" "$why"
 	ktap_skip "hardware: the devices' noise shows in RTT and OWD sd" "$why"
+fi
+
+# The emulated clock's settings are the device's: writing them takes CAP_NET_ADMIN in its
+# namespace (sysfs alone lets that namespace owner's root write), and an offset beyond a
+# day or a drift beyond 1000 ppm is refused; a refused write changes nothing.
+nic_clock_guarded() {
+	local f=/sys/class/net/c0/hwts_emul saved
+	saved=$(in_ns $NS_CLI cat $f/offset_ns) || return 1
+	if in_ns $NS_CLI setpriv --bounding-set=-net_admin --inh-caps=-net_admin -- \
+		bash -c "echo 5 > $f/offset_ns" 2>/dev/null; then
+		echo "offset_ns written without CAP_NET_ADMIN"; return 1
+	fi
+	if in_ns $NS_CLI bash -c "echo 86400000000001 > $f/offset_ns" 2>/dev/null; then
+		echo "an offset beyond a day taken"; return 1
+	fi
+	if in_ns $NS_CLI bash -c "echo 1000001 > $f/drift_ppb" 2>/dev/null; then
+		echo "a drift beyond 1000 ppm taken"; return 1
+	fi
+	[ "$(in_ns $NS_CLI cat $f/offset_ns)" = "$saved" ] || { echo "a refused write moved the offset"; return 1; }
+	in_ns $NS_CLI bash -c "echo -86400000000000 > $f/offset_ns && echo $saved > $f/offset_ns" ||
+		{ echo "an offset of minus one day refused"; return 1; }
+	echo "refused: a write without CAP_NET_ADMIN, an offset past a day, a drift past 1000 ppm"
+}
+if in_ns $NS_CLI test -d /sys/class/net/c0/hwts_emul; then
+	check "hwts_emul: CAP_NET_ADMIN and bounded values to set the emulated clock" nic_clock_guarded
+	diag_lines "$(nic_clock_guarded 2>&1)"
+else
+	ktap_skip "hwts_emul: CAP_NET_ADMIN and bounded values to set the emulated clock" "no hwts_emul on the testbed's veth"
 fi
 
 no_server() { # the client must fail, saying so, when nothing answers
