@@ -11,6 +11,8 @@
 #   and 200 connections that use the option, opened and closed in a loop, take none;
 # - through a path that drops SYNs carrying the option, the retransmitted SYN goes without
 #   it and the connection opens without the option (TcpExt TCPDelayStampSynFallback);
+# - a receiver asking for hardware receive stamps gets none from the device-boundary t1
+#   that waits, tagged, in the slot of the option's data packets;
 # - RC3's low-priority loop cannot be turned on in a namespace other than the initial one
 #   unless the initial one allows it (net.ipv4.tcp_rc3_netns_allowed, which only the initial
 #   namespace has): net.ipv4.tcp_rc3=1 and TCP_RC3 fail with EPERM there, a socket does not
@@ -24,7 +26,7 @@ source "$(dirname "$0")/lib.sh"
 PORT=9100 CONNS=200
 selftest_dir
 
-ktap_plan 14
+ktap_plan 15
 DUMBBELL_DEFAULTS=1 setup_dumbbell 1000 0 1000 || diag "dumbbell setup failed"
 in_ns() { ip netns exec "$@"; }
 
@@ -57,6 +59,35 @@ def rc3(val):  # setsockopt(TCP_RC3, val): prints ok or the errno's name
         print(errno.errorcode[e.errno])
 def rc3_get():  # a new socket's TCP_RC3
     print(socket.socket().getsockopt(socket.IPPROTO_TCP, TCP_RC3))
+def stamped_server(port):
+    """One connection's receiver asking for hardware receive stamps (SO_TIMESTAMPING:
+    RX_HARDWARE, RAW_HARDWARE, and software ones): how many of its reads came with a
+    hardware stamp. Prints the count when the sender closes."""
+    import struct
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("0.0.0.0", port))
+    ls.listen(1)
+    print("listening", flush=True)
+    c, _ = ls.accept()
+    c.setsockopt(socket.SOL_SOCKET, 37, 4 | 8 | 16 | 64)  # SO_TIMESTAMPING
+    reads = stamped = 0
+    biggest = 0.0
+    while True:
+        data, anc, _, _ = c.recvmsg(65536, 256)
+        if not data:
+            break
+        reads += 1
+        for level, kind, val in anc:
+            if level == socket.SOL_SOCKET and kind == 37 and len(val) >= 48:
+                sec, nsec = struct.unpack_from("qq", val, 32)
+                if sec or nsec:
+                    stamped += 1
+                    biggest = max(biggest, sec)
+    import time
+    print(f"{reads} reads, {stamped} with a hardware stamp"
+          + (f" (up to {(biggest - time.time()) / 31557600:.0f} years ahead)" if stamped else ""),
+          flush=True)
 cmd = sys.argv[1]
 if cmd == "server":
     server(int(sys.argv[2]))
@@ -64,6 +95,8 @@ elif cmd == "loop":
     loop(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
 elif cmd == "rc3":
     rc3(int(sys.argv[2]))
+elif cmd == "stamped_server":
+    stamped_server(int(sys.argv[2]))
 else:
     rc3_get()
 PY
@@ -105,6 +138,19 @@ samples answered 5 300000 || diag "transfers failed"
 check "a receiver that opted in answers (delay samples at the client)" \
 	test "$(cat "$out/samples.answered")" -gt 0
 diag "receiver opted in: $(cat "$out/samples.answered") delay samples"
+
+# The software t1 taken at the device boundary waits in the skb's hardware-stamp slot,
+# tagged, until the ACK. The skb that crosses the testbed's veth devices keeps it: a
+# receiver that asks for hardware receive stamps must not take it for one (none of these
+# devices stamps; before the fix each read showed one about 146 years ahead).
+in_ns $NS_SRV python3 "$out/conn.py" stamped_server $((PORT + 1)) > "$out/stamped" 2>&1 &
+stamped_pid=$!
+wait_listening $NS_SRV tcp $((PORT + 1)) || diag "stamped server not listening"
+in_ns $NS_CLI python3 "$out/conn.py" loop $SRV_ADDR $((PORT + 1)) 1 300000 || diag "the transfer failed"
+wait $stamped_pid
+check "a receiver asking for hardware receive stamps gets none from the option's t1" \
+	grep -q "^[1-9][0-9]* reads, 0 with" "$out/stamped"
+diag "receiver with SO_TIMESTAMPING: $(tail -1 "$out/stamped")"
 
 # A path that drops SYNs carrying the option (a middlebox that drops what it does not
 # know): the router drops IPv4 SYNs (flags byte 33: SYN without ACK) with the option's
