@@ -420,6 +420,8 @@ class Peer:
         self.dut_wscale = 0
         self.normal_edge = None
         self.lp_edges_beyond = []    # how far beyond normal_edge each such copy reached
+        self.normal_ack = None       # the highest ACK of TCP's own segments
+        self.lp_acks_beyond = 0      # copies ACKing more than TCP's own segments had
         # rc3_copy_window's steps (tick()): 0 hold the ACKs of the client's data; 1 its data
         # sent to the client; 2 a duplicate ACK sent, after the client read it; 3 ACK all.
         self.window_step, self.window_step_at = 0, None
@@ -861,13 +863,20 @@ class Peer:
     def window_edge(self, ack, window, dscp, payload):
         """Follow the right edge of the window the client offers: its own segments' edges,
         and LP copies that offer more than any of those did (a copy may be dropped: what
-        it offers, TCP must also have offered)."""
+        it offers, TCP must also have offered), or whose ACK is beyond TCP's."""
         edge = (ack + (window << self.dut_wscale)) & 0xFFFFFFFF
         if not (dscp and payload):  # TCP's own (an LP ACK too: RC3's receiver sends it)
             if self.normal_edge is None or \
                     ((edge - self.normal_edge) & 0xFFFFFFFF) in range(1, 1 << 31):
                 self.normal_edge = edge
-        elif self.normal_edge is not None:
+            if self.normal_ack is None or \
+                    ((ack - self.normal_ack) & 0xFFFFFFFF) in range(1, 1 << 31):
+                self.normal_ack = ack
+            return
+        if self.normal_ack is not None and \
+                ((ack - self.normal_ack) & 0xFFFFFFFF) in range(1, 1 << 31):
+            self.lp_acks_beyond += 1
+        if self.normal_edge is not None:
             beyond = (edge - self.normal_edge) & 0xFFFFFFFF
             if beyond in range(1, 1 << 31):
                 self.lp_edges_beyond.append(beyond)
@@ -1149,6 +1158,7 @@ class Peer:
             "hostile_acks": len(self.hostile),
             "lp_edges_beyond": len(self.lp_edges_beyond),
             "lp_edge_beyond_max": max(self.lp_edges_beyond, default=0),
+            "lp_acks_beyond": self.lp_acks_beyond,
             "dut_wscale": self.dut_wscale,
             "window_step": self.window_step, "window_lp_after_read": self.window_lp_after_read,
             "tlp_held_acks": self.tlp_held_acks,
@@ -1196,6 +1206,9 @@ class Peer:
             # A copy may be dropped: the window it offers must be one TCP offered.
             why.append(f"{len(self.lp_edges_beyond)} LP copies offered a window beyond any "
                        f"TCP offered (by up to {max(self.lp_edges_beyond)} bytes)")
+        if rc3 and self.lp_acks_beyond:
+            why.append(f"{self.lp_acks_beyond} LP copies ACKed more than TCP had (a copy may "
+                       "be dropped: what it tells the peer, TCP must have told it)")
         if a.scenario == "rc3_copy_window" and (self.window_step < 3 or
                                                 not self.window_lp_after_read):
             why.append(f"no copy went while TCP was held after the read (step "
@@ -1372,7 +1385,7 @@ def batch(args):
         if scenario == "rc3_copy_window":
             fig += f" wscale={r.get('dut_wscale')} copies_after_read=" \
                    f"{r.get('window_lp_after_read')} beyond={r.get('lp_edges_beyond')}/" \
-                   f"{r.get('lp_edge_beyond_max')}B"
+                   f"{r.get('lp_edge_beyond_max')}B acks_beyond={r.get('lp_acks_beyond')}"
         if scenario == "rc3_tlp_below_skip":
             fig += f" probe={r.get('tlp_probe_rel')} held_acks={r.get('tlp_held_acks')}" \
                    f" probes+{delta['TCPLossProbes']} probe_recovery+" \
