@@ -80,11 +80,14 @@ PEER_SEGS, PEER_SEG_BYTES = 4, 100
 # is bound by its congestion window: WINDOW_SEGS segments of WINDOW_SEG_BYTES. Its transfer
 # is WINDOW_BYTES_FACTOR times --bytes, so that walks later than the first find a tail
 # still to copy.
-WINDOW_RCVBUF, WINDOW_SEGS, WINDOW_SEG_BYTES, WINDOW_BYTES_FACTOR = 8192, 2, 1000, 4
+WINDOW_RCVBUF, WINDOW_SEGS, WINDOW_SEG_BYTES, WINDOW_BYTES_FACTOR = 8192, 2, 1000, 10
 # rc3_tlp_below_skip: the client waits this long between its last write and its FIN, so
 # that TCP reaches the skipped tail and its loss probe comes (after at most an RTO, 200 ms
 # here) before TCP sends the FIN.
 TLP_PAUSE_MS = 1500
+# How many packets from the client may pass before a copy's window or ACK beyond TCP's
+# counts (window_edge()): two CPUs can swap a copy and TCP's segment sent before it.
+REORDER_SLACK = 16
 # ... and its SACK blocks start this far above TCP's segments: a block over a segment TCP
 # has in flight (sent, not yet seen by this slow peer) would newly SACK it, and the sender
 # would leave the Open state, in which alone it sends loss probes (tcp_schedule_loss_probe()).
@@ -422,6 +425,10 @@ class Peer:
         self.lp_edges_beyond = []    # how far beyond normal_edge each such copy reached
         self.normal_ack = None       # the highest ACK of TCP's own segments
         self.lp_acks_beyond = 0      # copies ACKing more than TCP's own segments had
+        # A copy and TCP's segment sent just before it may arrive swapped (on two CPUs,
+        # veth queues them on two backlogs): a copy beyond TCP counts only if none of the
+        # next REORDER_SLACK packets from TCP offers as much. [kind, value, packets left]
+        self.lp_pending = []
         # rc3_copy_window's steps (tick()): 0 hold the ACKs of the client's data; 1 its data
         # sent to the client; 2 a duplicate ACK sent, after the client read it; 3 ACK all.
         self.window_step, self.window_step_at = 0, None
@@ -865,21 +872,35 @@ class Peer:
         and LP copies that offer more than any of those did (a copy may be dropped: what
         it offers, TCP must also have offered), or whose ACK is beyond TCP's."""
         edge = (ack + (window << self.dut_wscale)) & 0xFFFFFFFF
+
+        def above(x, ref):
+            return ref is not None and ((x - ref) & 0xFFFFFFFF) in range(1, 1 << 31)
+
+        for p in self.lp_pending:
+            p[2] -= 1
         if not (dscp and payload):  # TCP's own (an LP ACK too: RC3's receiver sends it)
-            if self.normal_edge is None or \
-                    ((edge - self.normal_edge) & 0xFFFFFFFF) in range(1, 1 << 31):
+            if self.normal_edge is None or above(edge, self.normal_edge):
                 self.normal_edge = edge
-            if self.normal_ack is None or \
-                    ((ack - self.normal_ack) & 0xFFFFFFFF) in range(1, 1 << 31):
+            if self.normal_ack is None or above(ack, self.normal_ack):
                 self.normal_ack = ack
-            return
-        if self.normal_ack is not None and \
-                ((ack - self.normal_ack) & 0xFFFFFFFF) in range(1, 1 << 31):
+            self.lp_pending = [p for p in self.lp_pending if above(
+                p[1], self.normal_edge if p[0] == "edge" else self.normal_ack)]
+        else:
+            if above(ack, self.normal_ack):
+                self.lp_pending.append(["ack", ack, REORDER_SLACK])
+            if above(edge, self.normal_edge):
+                self.lp_pending.append(["edge", edge, REORDER_SLACK])
+        for p in self.lp_pending:
+            if p[2] <= 0:
+                self.settle(p)
+        self.lp_pending = [p for p in self.lp_pending if p[2] > 0]
+
+    def settle(self, p):
+        """A copy's window or ACK beyond TCP's, not explained by reordering."""
+        if p[0] == "ack":
             self.lp_acks_beyond += 1
-        if self.normal_edge is not None:
-            beyond = (edge - self.normal_edge) & 0xFFFFFFFF
-            if beyond in range(1, 1 << 31):
-                self.lp_edges_beyond.append(beyond)
+        else:
+            self.lp_edges_beyond.append((p[1] - self.normal_edge) & 0xFFFFFFFF)
 
     def tick(self):
         """rc3_copy_window's steps, in time. The client's congestion window holds its data
@@ -973,6 +994,11 @@ class Peer:
             self.send(0x10, self.ts_opt() if self.peer_ts else b"", ack=ack)
         if self.hostile:
             self.hostile_lp_end = self.lp_end
+
+    def settle_all(self):
+        for p in self.lp_pending:
+            self.settle(p)
+        self.lp_pending = []
 
     def run(self, dut):
         """One exchange with the client dut; the result as a dict. The packet socket is
@@ -1131,6 +1157,7 @@ class Peer:
             last_rx = time.time()
             self.last_rx_at = time.monotonic()
             self.handle(ip, ip.payload)
+        self.settle_all()
         if report is None:
             # Its socket times out after 20 s, so an answer is due.
             report = dut.reply(deadline + 25 - time.time()) or {"error": "client silent"}
