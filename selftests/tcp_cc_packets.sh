@@ -29,8 +29,8 @@
 # rc3_copy_window: while the client's congestion window holds its data back, the peer
 # sends it data, the application reads it, and a duplicate ACK gives RC3's loop a walk: in
 # every rc3_* scenario, no low-priority copy may offer a receive window TCP did not offer
-# itself, nor ACK more than TCP has (a copy may be dropped; TCP must still send the ACKs
-# and window updates it owes).
+# itself (a copy may be dropped; TCP must still send the ACKs and window updates it owes;
+# not judged where packets were lost on the way to a slow peer).
 # rc3_tlp_below_skip: the peer holds every byte, TCP took the SACKed tail without sending
 # it, and the ACK of TCP's last segment is lost: the loss probe retransmits that segment,
 # below the tail, and its DSACK must end the episode (no TCPLossProbeRecovery, no CWR).
